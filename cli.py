@@ -1,0 +1,232 @@
+"""The `derive` command line: parses options, calls the library, prints.
+
+Every command is thin: the work is in derive/ and formulas/. Any DeriveError
+(and any bad option) becomes one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+# Imports of sympy, pint and the formula library happen inside the commands, so
+# that `derive --help` and errors in option parsing stay fast.
+
+
+class _DeriveGroup(click.Group):
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        from derive.errors import DeriveError
+
+        kwargs["standalone_mode"] = False
+        try:
+            code = super().main(*args, **kwargs)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            message = exc.format_message().rstrip(".")
+            hint = f". Run '{exc.ctx.command_path} --help' for the options" if getattr(exc, "ctx", None) else ""
+            click.echo(f"derive: error: {message}{hint}", err=True)
+            sys.exit(2)
+        except DeriveError as exc:
+            click.echo(f"derive: error: {exc}", err=True)
+            sys.exit(2)
+        except click.Abort:
+            click.echo("derive: aborted", err=True)
+            sys.exit(1)
+        sys.exit(code or 0)
+
+
+class _Count(click.ParamType):
+    """A whole number of at least 1 (batch, context, tp)."""
+
+    name = "N"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            text = str(value).replace(",", "").replace("_", "").strip()
+            try:
+                number = int(text)
+            except ValueError:
+                self.fail(f"must be a whole number of at least 1, got '{value}'", param, ctx)
+        if number < 1:
+            self.fail(f"must be a whole number of at least 1, got {number}", param, ctx)
+        return number
+
+
+class _Quantity(click.ParamType):
+    """A quantity with units, checked for dimension ('3.35 TB/s')."""
+
+    def __init__(self, unit_text: str, example: str) -> None:
+        self.unit_text, self.name = unit_text, f"QUANTITY (e.g. '{example}')"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from derive.units import parse_quantity
+
+        return parse_quantity(value, self.unit_text, param.opts[0])
+
+
+COUNT = _Count()
+DTYPES = ["fp32", "fp16", "bf16", "fp8", "int8", "fp4", "int4"]
+
+
+def _options(*decorators: Callable[..., Any]) -> Callable[..., Any]:
+    def apply(func: Callable[..., Any]) -> Callable[..., Any]:
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return apply
+
+
+model_options = _options(
+    click.option("--model", "-m", help="Catalog model name or alias (see 'derive models')."),
+    click.option("--config", "config_path", type=click.Path(), help="A local Hugging Face config.json, or its folder."),
+)
+gpu_options = _options(
+    click.option("--gpu", "-g", help="Accelerator (see 'derive gpus'). Default: h100."),
+    click.option("--bandwidth", type=_Quantity("byte/second", "3.35 TB/s"), help="Override memory bandwidth."),
+    click.option("--flops", type=_Quantity("FLOP/second", "989 TFLOP/s"), help="Override peak FLOP/s."),
+    click.option("--memory", type=_Quantity("byte", "80 GB"), help="Override memory per accelerator."),
+    click.option("--power", type=_Quantity("watt", "700 W"), help="Override power per accelerator."),
+)
+workload_options = _options(
+    click.option("--context", "-s", type=COUNT, help="Tokens of context per sequence. Default: 2048."),
+    click.option("--dtype", type=click.Choice(DTYPES, case_sensitive=False), help="Weight dtype. Default: bf16."),
+    click.option("--kv-dtype", type=click.Choice(DTYPES, case_sensitive=False),
+                 help="KV-cache dtype. Default: the weight dtype (bf16 for int8/int4/fp4 weights)."),
+)
+batch_option = click.option("--batch", "-b", type=COUNT, help="Sequences decoded together. Default: 1.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the derivation.")
+
+
+def _setup(kwargs: dict[str, Any], need_gpu: bool = False) -> Any:
+    """Turn the shared options into a derivations.Setup, noting which defaults were used."""
+    from derive.catalog import load_config_path, load_gpu, load_model
+    from derive.derivations import Setup
+    from derive.errors import DeriveError
+
+    if kwargs.get("model") and kwargs.get("config_path"):
+        raise DeriveError("--model and --config both given", "Pass one of them")
+    if kwargs.get("config_path"):
+        model = load_config_path(kwargs["config_path"])
+    elif kwargs.get("model"):
+        model = load_model(kwargs["model"])
+    else:
+        raise DeriveError("no model given", "Pass --model NAME (see 'derive models') or --config PATH")
+    defaults = []
+    gpu = None
+    if need_gpu:
+        if not kwargs.get("gpu"):
+            defaults.append("gpu")
+        gpu = load_gpu(kwargs.get("gpu") or "h100").with_overrides(
+            bandwidth=kwargs.get("bandwidth"), flops=kwargs.get("flops"),
+            memory=kwargs.get("memory"), power=kwargs.get("power"),
+        )
+    for key, default in (("dtype", "bf16"), ("context", 2048), ("batch", 1)):
+        if key not in kwargs:
+            kwargs[key] = default
+        elif kwargs[key] is None:
+            kwargs[key] = default
+            defaults.append(key)
+    return Setup(
+        model=model, gpu=gpu, dtype=kwargs["dtype"].lower(),
+        kv_dtype=kwargs["kv_dtype"].lower() if kwargs.get("kv_dtype") else None,
+        context=kwargs["context"], batch=kwargs["batch"], tp=kwargs.get("tp"), defaults=tuple(defaults),
+    )
+
+
+def _emit(sheet: Any, as_json: bool) -> None:
+    from derive.render import render_text, to_json
+
+    click.echo(to_json(sheet) if as_json else render_text(sheet), nl=False)
+
+
+@click.group(cls=_DeriveGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="derive", prog_name="derive")
+def cli() -> None:
+    """Unit-checked, closed-form costs of running transformers.
+
+    Every number comes from a SymPy formula whose units are checked, evaluated
+    from a model's real config.json and an accelerator's datasheet figures.
+    """
+
+
+@cli.command()
+@model_options
+@json_option
+def params(as_json: bool, **kwargs: Any) -> None:
+    """Parameter count from the config: breakdown, total, active, embedding."""
+    from derive import derivations
+
+    _emit(derivations.params(_setup(kwargs)), as_json)
+
+
+@cli.command()
+@model_options
+@workload_options
+@batch_option
+@json_option
+def kv(as_json: bool, **kwargs: Any) -> None:
+    """KV-cache bytes per token, per sequence and for the batch (MHA, GQA, MLA)."""
+    from derive import derivations
+
+    _emit(derivations.kv(_setup(kwargs)), as_json)
+
+
+@cli.command()
+@model_options
+@gpu_options
+@workload_options
+@click.option("--tp", type=COUNT, help="Tensor-parallel degree. Default: the smallest power of two that fits.")
+@json_option
+def knee(as_json: bool, **kwargs: Any) -> None:
+    """Decode step time against batch: the knee, whether one exists, the memory ceiling.
+
+    t(B) = max((W + B·S·k)/(n·BW), B·(τ·F + S·a)/(n·P)) per accelerator, solved in
+    closed form for the batch where the two meet.
+    """
+    from derive import derivations
+
+    _emit(derivations.knee(_setup(kwargs, need_gpu=True)), as_json)
+
+
+@cli.command()
+@json_option
+def models(as_json: bool) -> None:
+    """List the catalog's models: name, family, published parameters, aliases."""
+    from derive import listing
+
+    click.echo(listing.models(as_json), nl=False)
+
+
+@cli.command()
+@json_option
+def gpus(as_json: bool) -> None:
+    """List the catalog's accelerators with their dense datasheet figures."""
+    from derive import listing
+
+    click.echo(listing.gpus(as_json), nl=False)
+
+
+@cli.command()
+def check() -> None:
+    """Check every formula's units; exit non-zero if any fails."""
+    from derive import checker
+
+    report, failures = checker.run()
+    click.echo(report, nl=False)
+    if failures:
+        click.echo(f"derive: {failures} formula check(s) failed", err=True)
+        sys.exit(1)
+
+
+main = functools.partial(cli.main, prog_name="derive")
+
+if __name__ == "__main__":
+    cli.main(prog_name="derive")

@@ -1,0 +1,196 @@
+"""The catalogs: models (real configs) and accelerators (datasheet figures).
+
+Both are data files in formulas/, validated on load. A name that is not in a
+catalog is an error that lists the known names and suggests the closest.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import sympy
+
+from derive.config import ModelConfig, read_config
+from derive.errors import CatalogError, DeriveError
+
+# Bytes per stored value for each number format.
+DTYPE_BYTES: dict[str, sympy.Rational] = {
+    "fp32": sympy.Integer(4), "fp16": sympy.Integer(2), "bf16": sympy.Integer(2),
+    "fp8": sympy.Integer(1), "int8": sympy.Integer(1),
+    "fp4": sympy.Rational(1, 2), "int4": sympy.Rational(1, 2),
+}
+
+
+def closest(name: str, known: Iterable[str]) -> str:
+    """'Did you mean ...? ' for the nearest known name, or ''."""
+    match = difflib.get_close_matches(name.lower(), list(known), n=1, cutoff=0.5)
+    return f"Did you mean '{match[0]}'? " if match else ""
+
+
+def dtype_bytes(dtype: str, option: str = "--dtype") -> sympy.Rational:
+    try:
+        return DTYPE_BYTES[dtype.lower()]
+    except KeyError:
+        raise CatalogError(
+            f"unknown {option} '{dtype}'",
+            f"{closest(dtype, DTYPE_BYTES)}Known: {', '.join(DTYPE_BYTES)}",
+        ) from None
+
+
+@dataclass(frozen=True)
+class Model:
+    """A catalog model, or one read from a user's config.json."""
+
+    name: str
+    title: str
+    config: ModelConfig
+    source: str
+    published_total: int | None = None
+    published_active: int | None = None
+    published_source: str = ""
+
+    @cached_property
+    def formulas(self):  # type: ignore[no-untyped-def]
+        from formulas.params import model_formulas
+
+        return model_formulas(self.config)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One accelerator's dense datasheet figures, exact, in base units."""
+
+    name: str
+    title: str
+    memory: sympy.Rational
+    bandwidth: sympy.Rational
+    flops: Mapping[str, sympy.Rational]
+    power: sympy.Rational
+    link: sympy.Rational | None
+    link_note: str = ""
+    notes: str = ""
+    source: str = ""
+    overridden: tuple[str, ...] = field(default=())
+
+    def peak(self, dtype: str) -> tuple[sympy.Rational, str]:
+        """Peak FLOP/s for matmuls in `dtype`, and a note on which figure was used."""
+        dtype = dtype.lower()
+        if "flops" in self.overridden:
+            return self.flops["override"], "peak FLOP/s given with --flops"
+        if dtype in self.flops:
+            return self.flops[dtype], f"{dtype} dense peak"
+        if dtype in ("int8", "int4", "fp4") and "bf16" in self.flops:
+            return self.flops["bf16"], f"{dtype} weights are dequantised: matmuls run at the bf16 peak"
+        raise CatalogError(
+            f"{self.name} has no {dtype} peak in its datasheet",
+            f"Pass --flops with the figure to use, or --dtype {'/'.join(self.flops)}",
+        )
+
+    def with_overrides(self, **figures: sympy.Rational | None) -> Gpu:
+        given = {k: v for k, v in figures.items() if v is not None}
+        if not given:
+            return self
+        if "flops" in given:
+            given["flops"] = {"override": given["flops"]}
+        return replace(self, overridden=self.overridden + tuple(given), **given)
+
+
+def _data(name: str) -> Any:
+    return files("formulas").joinpath(name)
+
+
+@lru_cache(maxsize=1)
+def _model_index() -> dict[str, dict[str, Any]]:
+    with _data("models/catalog.toml").open("rb") as fh:
+        return tomllib.load(fh)["models"]
+
+
+@lru_cache(maxsize=1)
+def _gpu_index() -> dict[str, dict[str, Any]]:
+    with _data("gpus.toml").open("rb") as fh:
+        return tomllib.load(fh)["gpus"]
+
+
+def _resolve(name: str, index: Mapping[str, Mapping[str, Any]], what: str, command: str) -> str:
+    wanted = name.strip().lower()
+    for key, entry in index.items():
+        if wanted == key or wanted in entry.get("aliases", ()):
+            return key
+    names = list(index) + [a for e in index.values() for a in e.get("aliases", ())]
+    raise CatalogError(
+        f"unknown {what} '{name}'",
+        f"{closest(wanted, names)}Known: {', '.join(index)} (see '{command}')",
+    )
+
+
+def model_names() -> list[str]:
+    return list(_model_index())
+
+
+def gpu_names() -> list[str]:
+    return list(_gpu_index())
+
+
+@lru_cache(maxsize=None)
+def load_model(name: str) -> Model:
+    key = _resolve(name, _model_index(), "model", "derive models")
+    entry = _model_index()[key]
+    raw = json.loads(_data(f"models/{entry['file']}").read_text())
+    return Model(
+        name=key, title=entry["title"], config=read_config(raw, key), source=raw.get("_source", ""),
+        published_total=entry.get("published_total"), published_active=entry.get("published_active"),
+        published_source=entry.get("published_source", ""),
+    )
+
+
+def load_config_path(path: str | Path) -> Model:
+    """A model from a local config.json, or a folder holding one."""
+    file = Path(path)
+    if file.is_dir():
+        file = file / "config.json"
+    if not file.is_file():
+        raise CatalogError(f"no config.json at '{path}'", "Pass a config.json file or the folder that holds it")
+    try:
+        raw = json.loads(file.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise CatalogError(f"'{file}' is not a text file", "Pass a Hugging Face config.json") from None
+    except json.JSONDecodeError as exc:
+        raise CatalogError(
+            f"'{file}' is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})",
+            "Fix the file or download the config.json again",
+        ) from None
+    except OSError as exc:
+        raise CatalogError(f"cannot read '{file}': {exc.strerror}", "Check the path and its permissions") from None
+    name = file.parent.name or file.stem
+    config = read_config(raw, name)
+    title = raw.get("_name_or_path") if isinstance(raw, dict) and isinstance(raw.get("_name_or_path"), str) else name
+    return Model(name=name, title=str(title), config=config, source=str(file))
+
+
+@lru_cache(maxsize=None)
+def load_gpu(name: str) -> Gpu:
+    from derive.units import parse_quantity
+
+    key = _resolve(name, _gpu_index(), "GPU", "derive gpus")
+    entry = _gpu_index()[key]
+
+    def figure(field_name: str, unit_text: str) -> sympy.Rational:
+        try:
+            return parse_quantity(entry[field_name], unit_text, f"gpus.toml [{key}] {field_name}")
+        except KeyError:
+            raise DeriveError(f"gpus.toml [{key}] lacks '{field_name}'", "Fix the catalog entry") from None
+
+    flops = {dt: figure(dt, "FLOP/second") for dt in ("bf16", "fp16", "fp8", "fp4") if dt in entry}
+    return Gpu(
+        name=key, title=entry["title"], memory=figure("memory", "byte"), bandwidth=figure("bandwidth", "byte/second"),
+        flops=flops, power=figure("power", "watt"), link=figure("link", "byte/second") if "link" in entry else None,
+        link_note=entry.get("link_note", ""), notes=entry.get("notes", ""), source=entry.get("source", ""),
+    )

@@ -1,0 +1,65 @@
+"""Substitution: values for a model, an accelerator and the user's settings.
+
+Values are exact SymPy numbers in base units, keyed by Sym. A symbol without a
+value is resolved through the library formula that defines it, so evaluating
+the knee pulls in the weight bytes, which pull in the parameter count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import sympy
+
+from derive.errors import DeriveError
+from derive.formula import LIBRARY, Library
+from derive.symbols import Sym, symbols_of
+
+Values = dict[Sym, sympy.Expr]
+
+
+def resolve(sym: Sym, values: Mapping[Sym, sympy.Expr], library: Library = LIBRARY) -> sympy.Expr:
+    """The value of one symbol: given, a constant, or computed from its formula."""
+    if sym.value is not None:
+        return sym.value
+    if sym in values:
+        return values[sym]
+    defining = library.defining(sym.symbol)
+    if defining is None:
+        raise DeriveError(
+            f"no value for {sym.key} ({sym.meaning})",
+            f"Pass it with --set {sym.key}=VALUE",
+        )
+    value = evaluate(defining.expr, values, library)
+    if isinstance(values, dict):
+        values[sym] = value  # remember: later formulas reuse it
+    return value
+
+
+def evaluate(expr: sympy.Expr, values: Mapping[Sym, sympy.Expr], library: Library = LIBRARY) -> sympy.Expr:
+    """`expr` with every symbol replaced by its value, exact."""
+    substitution = {sym.symbol: resolve(sym, values, library) for sym in symbols_of(expr)}
+    return sympy.sympify(expr).xreplace(substitution)
+
+
+def inline(expr: sympy.Expr, unknown: Sym, library: Library = LIBRARY) -> sympy.Expr:
+    """Replace defined symbols by their definitions wherever that brings `unknown` in."""
+    changed = True
+    while changed:
+        changed = False
+        for sym in symbols_of(expr):
+            defining = library.defining(sym.symbol)
+            if sym != unknown and defining is not None and depends_on(defining.expr, unknown, library):
+                expr = expr.xreplace({sym.symbol: defining.expr})
+                changed = True
+    return expr
+
+
+def depends_on(expr: sympy.Expr, unknown: Sym, library: Library = LIBRARY) -> bool:
+    for sym in symbols_of(expr):
+        if sym == unknown:
+            return True
+        defining = library.defining(sym.symbol)
+        if defining is not None and depends_on(defining.expr, unknown, library):
+            return True
+    return False

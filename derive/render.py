@@ -1,0 +1,155 @@
+"""Rendering a Sheet: terminal text and the JSON contract.
+
+Rounding happens here and only here; the sheet keeps exact values.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import sympy
+from sympy.printing.latex import LatexPrinter
+from sympy.printing.str import StrPrinter
+
+from derive.sheet import Compute, Given, Heading, Note, Sheet, Solve
+from derive.solve import Solution
+from derive.symbols import Sym, lookup
+from derive.units import base_unit_text, format_quantity
+
+
+class _TextPrinter(StrPrinter):
+    """Formulas as a terminal shows them: `W·P/(BW·n)`."""
+
+    def _print_Mul(self, expr: sympy.Mul) -> str:
+        return super()._print_Mul(expr).replace("*", "·")
+
+    def _print_Symbol(self, expr: sympy.Symbol) -> str:
+        return "τ" if expr.name == "tau" else expr.name
+
+
+class _SubstitutedPrinter(_TextPrinter):
+    """The same formula with every symbol replaced by its value and unit."""
+
+    def __init__(self, values: dict[Sym, sympy.Expr]) -> None:
+        super().__init__()
+        self.values = values
+
+    def _print_Symbol(self, expr: sympy.Symbol) -> str:
+        sym = lookup(expr)
+        value = sym.value if sym.value is not None else self.values.get(sym)
+        if value is None:
+            return super()._print_Symbol(expr)
+        text = format_quantity(value, sym.unit)
+        return f"({text})" if " " in text and sym.unit else text
+
+
+def text(expr: sympy.Expr) -> str:
+    return _TextPrinter().doprint(expr)
+
+
+def substituted(expr: sympy.Expr, values: dict[Sym, sympy.Expr]) -> str:
+    return _SubstitutedPrinter(values).doprint(expr)
+
+
+def how(solution: Solution) -> str:
+    """In words, how a closed form was found."""
+    if solution.kind == "limit":
+        return f"the limit of {text(solution.lhs)} as {text(solution.variable.symbol)} → ∞"
+    return f"{text(solution.lhs)} = {text(solution.rhs)}, solved for {text(solution.variable.symbol)}"
+
+
+def latex(expr: sympy.Expr) -> str:
+    names = {s: lookup(s).latex for s in expr.free_symbols}
+    return LatexPrinter({"symbol_names": names, "mul_symbol": "dot"}).doprint(expr)
+
+
+def _value_text(value: Any, unit_text: str) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, str):
+        return value
+    return format_quantity(value, unit_text)
+
+
+def givens_in_order(sheet: Sheet) -> list[Given]:
+    """The givens that the sheet's formulas use, in the order they first appear."""
+    given = {step.sym: step for step in sheet.steps if isinstance(step, Given) and not step.inline}
+    computed: set[Sym] = set()
+    shown: list[Given] = []
+    for step in sheet.steps:
+        expr = step.expr if isinstance(step, Compute) else step.solution.closed_form if isinstance(step, Solve) else None
+        if expr is None:
+            continue
+        for s in sorted(expr.free_symbols, key=lambda x: x.name):
+            sym = lookup(s)
+            if sym in computed or sym.value is not None:
+                continue
+            step_given = given.get(sym)
+            if step_given is not None and step_given not in shown:
+                shown.append(step_given)
+        computed.add(step.defines)
+    return shown
+
+
+def render_text(sheet: Sheet) -> str:
+    lines = [sheet.title]
+    defaults = sheet.inputs.get("defaults")
+    if defaults:
+        chosen = ", ".join(f"{k}={sheet.inputs[k]}" for k in defaults if k in sheet.inputs)
+        lines.append(f"defaults used: {chosen}")
+    lines += ["", "Given"]
+    givens = givens_in_order(sheet)
+    width = max((len(text(g.sym.symbol)) for g in givens), default=1)
+    for g in givens:
+        note = f"  [{g.note}]" if g.note else ""
+        lines.append(f"  {text(g.sym.symbol):<{width}} = {format_quantity(g.value, g.sym.unit):<26} {g.sym.meaning}{note}")
+    for step in sheet.steps:
+        if isinstance(step, Heading):
+            lines += ["", step.text]
+        elif isinstance(step, Compute):
+            name = text(step.defines.symbol)
+            pad = " " * len(name)
+            lines.append(f"  {name} = {text(step.expr)}   ({step.defines.meaning})")
+            lines.append(f"  {pad} = {substituted(step.expr, sheet.values)}")
+            lines.append(f"  {pad} = {format_quantity(step.value, step.defines.unit)}")
+        elif isinstance(step, Solve):
+            name = text(step.defines.symbol)
+            pad = " " * len(name)
+            lines.append(f"  {step.defines.meaning}: {how(step.solution)}")
+            lines.append(f"  {name} = {text(step.solution.closed_form)}")
+            lines.append(f"  {pad} = {substituted(step.solution.closed_form, sheet.values)}")
+            lines.append(f"  {pad} = {_value_text(step.value, step.defines.unit)}" + (f"   ({step.note})" if step.note else ""))
+        elif isinstance(step, Given) and step.inline:
+            lines.append(f"  {text(step.sym.symbol)} = {format_quantity(step.value, step.sym.unit)}   ({step.note})")
+        elif isinstance(step, Note):
+            lines.append(f"  {step.text}")
+    lines += ["", "Results"]
+    for result in sheet.results.values():
+        lines.append(f"  {result.name:<26} {_value_text(result.value, result.unit)}")
+    if sheet.notes:
+        lines += ["", "Notes"] + [f"  - {note}" for note in sheet.notes]
+    return "\n".join(lines) + "\n"
+
+
+def _json_value(value: Any) -> Any:
+    if value is None or isinstance(value, str):
+        return value
+    exact = sympy.sympify(value)
+    if exact.is_Integer:
+        return int(exact)
+    return float(exact)
+
+
+def to_json(sheet: Sheet) -> str:
+    """The --json contract: command, inputs, results {name: value, unit, symbolic, latex}, notes."""
+    results = {}
+    for result in sheet.results.values():
+        results[result.name] = {
+            "value": _json_value(result.value),
+            "unit": base_unit_text(result.unit) if result.unit else None,
+            "symbolic": text(result.expr) if result.expr is not None else None,
+            "latex": latex(result.expr) if result.expr is not None else None,
+        }
+    payload = {"command": sheet.command, "inputs": sheet.inputs, "results": results, "notes": sheet.notes}
+    return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"

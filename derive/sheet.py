@@ -1,0 +1,124 @@
+"""A worked answer is data: a list of typed steps, and the named results they produce.
+
+Steps hold exact values; rounding happens only when a step is rendered. A Work
+object builds a sheet step by step, evaluating each formula as it goes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+import sympy
+
+from derive.evaluate import Values, evaluate
+from derive.formula import LIBRARY, Formula, Library
+from derive.solve import Solution
+from derive.symbols import Sym
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: str
+
+
+@dataclass(frozen=True)
+class Given:
+    """A value the sheet starts from; `inline` ones are set part-way (B = B_max) and shown there."""
+
+    sym: Sym
+    value: sympy.Expr
+    note: str = ""
+    inline: bool = False
+
+
+@dataclass(frozen=True)
+class Compute:
+    """defines = expr = (expr with values) = value."""
+
+    defines: Sym
+    expr: sympy.Expr
+    value: sympy.Expr
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Solve:
+    """The closed form of an equation for an unknown, then its value (None: no solution)."""
+
+    solution: Solution
+    defines: Sym
+    value: sympy.Expr | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Note:
+    text: str
+
+
+Step = Union[Heading, Given, Compute, Solve, Note]
+
+
+@dataclass(frozen=True)
+class Result:
+    """A named output: a value in base units (None where it does not exist) or a word."""
+
+    name: str
+    unit: str
+    value: sympy.Expr | str | None
+    expr: sympy.Expr | None = None
+
+
+@dataclass
+class Sheet:
+    command: str
+    title: str
+    inputs: dict[str, object]
+    steps: list[Step] = field(default_factory=list)
+    results: dict[str, Result] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    values: Values = field(default_factory=dict)
+
+
+class Work:
+    """Builds a Sheet: records givens, evaluates formulas, keeps every value exact."""
+
+    def __init__(self, sheet: Sheet, library: Library = LIBRARY) -> None:
+        self.sheet, self.library = sheet, library
+
+    @property
+    def values(self) -> Values:
+        return self.sheet.values
+
+    def heading(self, text: str) -> None:
+        self.sheet.steps.append(Heading(text))
+
+    def note(self, text: str) -> None:
+        self.sheet.notes.append(text)
+
+    def given(self, sym: Sym, value: object, note: str = "", inline: bool = False) -> sympy.Expr:
+        exact = sympy.sympify(value)
+        self.values[sym] = exact
+        self.sheet.steps.append(Given(sym, exact, note, inline))
+        return exact
+
+    def compute(self, formula: Formula, result: str | None = None) -> sympy.Expr:
+        value = evaluate(formula.expr, self.values, self.library)
+        self.values[formula.defines] = value
+        self.sheet.steps.append(Compute(formula.defines, formula.expr, value, formula.source))
+        if result:
+            self.result(result, formula.defines, value, formula.expr)
+        return value
+
+    def solved(self, solution: Solution, defines: Sym, value: sympy.Expr | None, note: str = "",
+               result: str | None = None) -> None:
+        if value is not None:
+            self.values[defines] = value
+        self.sheet.steps.append(Solve(solution, defines, value, note))
+        if result:
+            self.result(result, defines, value, solution.closed_form)
+
+    def result(self, name: str, sym: Sym | None, value: sympy.Expr | str | None,
+               expr: sympy.Expr | None = None, unit: str = "") -> None:
+        self.sheet.results[name] = Result(name, sym.unit if sym else unit, value, expr)

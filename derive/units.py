@@ -1,0 +1,194 @@
+"""The project's one unit registry, and quantity parsing and formatting.
+
+Values inside derive are exact SymPy numbers in coherent base units (byte,
+second, FLOP, token, sequence, parameter, joule). pint is used at the edges:
+to read a quantity a user typed, to check dimensions, and to print a value
+with a sensible prefix.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib.resources import files
+from typing import TYPE_CHECKING
+
+import sympy
+
+from derive.errors import UnitError
+
+if TYPE_CHECKING:
+    import pint
+
+# "FLOPS" (capital S) is this field's spelling of FLOP per second; pint would
+# read it as the plural of FLOP, so it is rewritten before parsing.
+_FLOPS_RATE = re.compile(r"FLOPS\b")
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+
+
+@lru_cache(maxsize=1)
+def registry() -> pint.UnitRegistry:
+    """The registry, built once from formulas/units.txt (pint is imported here, lazily)."""
+    import pint
+
+    path = files("formulas").joinpath("units.txt")
+    return pint.UnitRegistry(str(path), autoconvert_offset_to_baseunit=False)
+
+
+@lru_cache(maxsize=512)
+def unit(text: str) -> pint.Unit:
+    """Parse a unit expression such as 'byte/token' ('' is dimensionless)."""
+    reg = registry()
+    if not text.strip():
+        return reg.dimensionless
+    try:
+        return reg.Unit(_FLOPS_RATE.sub("FLOP/s", text))
+    except Exception as exc:  # pint raises several types for bad text
+        raise UnitError(f"unknown unit '{text}'", _known_units_hint()) from exc
+
+
+@lru_cache(maxsize=512)
+def to_base_factor(text: str) -> sympy.Rational:
+    """The exact factor that converts a value in `text` units to base units."""
+    magnitude = registry().Quantity(1, unit(text)).to_base_units().magnitude
+    # repr() is the shortest decimal that round-trips, so 1e-3 becomes exactly 1/1000.
+    return sympy.Rational(repr(float(magnitude)))
+
+
+@lru_cache(maxsize=512)
+def base_unit_text(text: str) -> str:
+    """The coherent base unit of `text`, as JSON output names it ('byte/second')."""
+    base = registry().Quantity(1, unit(text)).to_base_units().units
+    return format(base, "C") if base != registry().dimensionless else ""
+
+
+def same_dimension(a: str, b: str) -> bool:
+    return unit(a).dimensionality == unit(b).dimensionality
+
+
+def parse_quantity(text: str, expected: str, option: str = "") -> sympy.Rational:
+    """Read '3.35 TB/s' as an exact value in the base units of `expected`.
+
+    A number without a unit, a quantity of another dimension, or one that is not
+    positive is an error that shows what was expected: '3' could mean 3 FLOP/s or
+    3 PFLOP/s, and guessing is how calculators go wrong.
+    """
+    where = f"{option} " if option else ""
+    match = _NUMBER.match(str(text))
+    if not match:
+        raise UnitError(
+            f"{where}'{text}' is not a quantity",
+            f"Write a number and a unit, for example '{_example(expected)}'",
+        )
+    number, unit_text = match.groups()
+    value = sympy.Rational(number)
+    if not unit_text:
+        raise UnitError(
+            f"{where}'{text}' has no unit",
+            f"Write it with one, for example '{_example(expected)}'",
+        )
+    if value <= 0:
+        raise UnitError(f"{where}'{text}' must be positive", f"For example '{_example(expected)}'")
+    given = unit(unit_text)
+    if given.dimensionality != unit(expected).dimensionality:
+        raise UnitError(
+            f"{where}'{text}' is {_dimension_words(given)}, not {_dimension_words(unit(expected))}",
+            f"Give it in {expected} or a prefixed form, for example '{_example(expected)}'",
+        )
+    return value * to_base_factor(unit_text) / to_base_factor(expected)
+
+
+def format_quantity(value: object, unit_text: str, digits: int = 4) -> str:
+    """A value in base units printed with a readable prefix: 1.68e9 byte -> '1.68 GB'."""
+    exact = sympy.sympify(value)
+    number = float(exact)
+    if not _prefixable(unit_text) and exact.is_integer:
+        return f"{int(exact):,} {_plural(unit_text, exact)}".strip().replace(" 1/", " per ")
+    if not unit_text:
+        return _format_number(number, digits)
+    reg = registry()
+    quantity = reg.Quantity(number, unit(unit_text))
+    if _prefixable(unit_text) and number != 0 and not (unit_text == "second" and abs(number) >= 1):
+        quantity = quantity.to_compact()
+    magnitude = _format_number(float(quantity.magnitude), digits)
+    units = _plural(format(quantity.units, "~C"), number)
+    if units.startswith("1/"):
+        units = "per " + units[2:]
+    if units == "s" and abs(number) >= 1:
+        return f"{magnitude} s"
+    return f"{magnitude} {units}"
+
+
+_COUNTED = ("sequence", "token", "parameter")
+
+
+def _plural(units: str, number: object) -> str:
+    """'56 sequences', '1 sequence': only a leading count unit takes the plural."""
+    head, sep, tail = units.partition("/")
+    if head in _COUNTED and number != 1:
+        head += "s"
+    return head + sep + tail
+
+
+def _prefixable(unit_text: str) -> bool:
+    # Counts of sequences, tokens and parameters read better without prefixes
+    # ('148 sequence', not '148 sequence'), bytes, FLOPs and rates with them.
+    leading = unit_text.split("/")[0].split("*")[0].strip()
+    return leading in {"byte", "FLOP", "joule", "second", "watt", "B", "s", "J", "W"}
+
+
+def _format_number(number: float, digits: int) -> str:
+    if number == 0:
+        return "0"
+    if abs(number) >= 1e6 or abs(number) < 1e-3:
+        return f"{number:.{digits - 1}e}"
+    rounded = float(f"{number:.{digits}g}")
+    return f"{int(rounded):,}" if rounded.is_integer() else f"{rounded:,}"
+
+
+_DIMENSION_NAMES = {
+    "byte/second": "a bandwidth",
+    "FLOP/second": "a compute rate",
+    "byte": "an amount of memory",
+    "FLOP": "an amount of compute",
+    "second": "a time",
+    "watt": "a power",
+    "joule": "an energy",
+    "token/second": "a token rate",
+    "token": "a token count",
+    "sequence": "a sequence count",
+    "parameter": "a parameter count",
+}
+
+
+def _dimension_words(u: pint.Unit) -> str:
+    if not u.dimensionality:
+        return "a plain number"
+    base = format(registry().Quantity(1, u).to_base_units().units, "C")
+    for key, name in _DIMENSION_NAMES.items():
+        if unit(key).dimensionality == u.dimensionality:
+            return f"{name} ({base})"
+    return f"a quantity in {base}"
+
+
+_EXAMPLES = {
+    "byte/second": "3.35 TB/s",
+    "FLOP/second": "989 TFLOP/s",
+    "byte": "80 GB",
+    "watt": "700 W",
+    "token/second": "1000 token/s",
+}
+
+
+def _example(expected: str) -> str:
+    for key, example in _EXAMPLES.items():
+        if same_dimension(key, expected):
+            return example
+    return f"1 {expected}"
+
+
+def _known_units_hint() -> str:
+    return (
+        "Known units: byte (B, with k M G T P or Ki Mi Gi Ti), bit (b), FLOP, MAC, second (s, ms), "
+        "token, sequence, parameter, joule (J), watt (W); 'TFLOPS' means TFLOP/s"
+    )

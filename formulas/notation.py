@@ -1,0 +1,85 @@
+"""Every symbol the formulas use: one definition a line (key, name, unit, LaTeX, meaning).
+
+Units are base units; a blank unit is a pure number. Shapes from a config are
+pure numbers (a hidden size counts values); counts of parameters, tokens and
+sequences carry their own dimension.
+"""
+
+from derive.symbols import constant, define
+
+# Shapes read from a model's config.json.
+V = define("vocab", "V", "", "V", "vocabulary size")
+d = define("hidden", "d", "", "d", "hidden size (d_model)")
+L = define("layers", "L", "", "L", "transformer layers")
+n_h = define("heads", "n_h", "", "n_h", "attention (query) heads")
+n_kv = define("kv_heads", "n_kv", "", r"n_{kv}", "key/value heads (GQA groups)")
+d_h = define("head_dim", "d_h", "", "d_h", "dimension of one attention head")
+d_ff = define("intermediate", "d_ff", "", r"d_{ff}", "MLP intermediate size")
+n_pos = define("positions", "n_pos", "", r"n_{pos}", "learned position embeddings")
+E = define("experts", "E", "", "E", "routed experts per MoE layer")
+k_e = define("experts_per_token", "k_e", "", "k_e", "routed experts each token uses (top-k)")
+E_s = define("shared_experts", "E_s", "", "E_s", "shared experts per MoE layer (every token uses them)")
+d_e = define("expert_intermediate", "d_e", "", "d_e", "intermediate size of one expert")
+L_e = define("moe_layers", "L_e", "", "L_e", "layers whose MLP is a mixture of experts")
+L_d = define("dense_layers", "L_d", "", "L_d", "layers whose MLP is dense")
+r_q = define("q_lora_rank", "r_q", "", "r_q", "MLA query compression rank")
+r_kv = define("kv_lora_rank", "r_kv", "", r"r_{kv}", "MLA key/value latent rank (what is cached)")
+d_nope = define("qk_nope_dim", "d_nope", "", r"d_{nope}", "MLA query/key dimension without rotary")
+d_rope = define("qk_rope_dim", "d_rope", "", r"d_{rope}", "MLA rotary query/key dimension (cached beside the latent)")
+d_v = define("v_head_dim", "d_v", "", "d_v", "MLA value head dimension")
+
+# Parameter counts, from the shapes (formulas/params.py).
+N = define("total_params", "N", "parameter", "N", "parameters in the checkpoint")
+N_act = define("active_params", "N_act", "parameter", r"N_{act}", "parameters one token uses")
+N_emb = define("embedding_params", "N_emb", "parameter", r"N_{emb}", "input embedding parameters (a lookup: no arithmetic)")
+N_attn = define("attention_params", "N_attn", "parameter", r"N_{attn}", "attention projection parameters")
+N_mlp = define("mlp_params", "N_mlp", "parameter", r"N_{mlp}", "dense MLP parameters")
+N_router = define("router_params", "N_router", "parameter", r"N_{router}", "MoE router parameters")
+N_routed = define("routed_expert_params", "N_routed", "parameter", r"N_{routed}", "routed expert parameters, all experts")
+N_routed_act = define("active_routed_params", "N_routed_act", "parameter", r"N_{routed,act}", "routed expert parameters one token uses")
+N_shared = define("shared_expert_params", "N_shared", "parameter", r"N_{shared}", "shared expert parameters")
+N_norm = define("norm_params", "N_norm", "parameter", r"N_{norm}", "normalisation parameters (elementwise: no matmul)")
+N_head = define("head_params", "N_head", "parameter", r"N_{head}", "LM head parameters stored apart from the embedding")
+N_lm = define("lm_head_matmul_params", "N_lm", "parameter", r"N_{lm}", "parameters of the LM head matmul (V x d, tied or not)")
+N_mm = define("matmul_params", "N_mm", "parameter", r"N_{mm}", "parameters each token multiplies through (head included)")
+
+# Per-token cache and attention work, from the shapes.
+v_kv = define("kv_values_per_token", "v_kv", "1/token", r"v_{kv}", "values cached per token of context")
+a = define("attention_flops_per_cached_token", "a", "FLOP/token", "a", "attention FLOPs per cached token, per decode step")
+
+# Number formats.
+b_w = define("weight_dtype_bytes", "b_w", "byte/parameter", "b_w", "bytes per stored weight")
+b_kv = define("kv_dtype_bytes", "b_kv", "byte", r"b_{kv}", "bytes per cached value")
+
+# Constants.
+c_mac = constant(
+    "flops_per_mac", "c_MAC", 2, "FLOP/(parameter*token)", r"c_{\mathrm{MAC}}",
+    "FLOPs per parameter per token: one multiply and one add",
+)
+
+# Workload.
+B = define("batch", "B", "sequence", "B", "sequences decoded together")
+S = define("context", "S", "token/sequence", "S", "tokens of context each sequence holds")
+tau = define("tokens_per_step", "tau", "token/sequence", r"\tau", "tokens each sequence gains per forward pass")
+
+# Accelerator and parallelism.
+BW = define("bandwidth", "BW", "byte/second", r"BW", "memory bandwidth of one accelerator")
+P = define("peak_flops", "P", "FLOP/second", "P", "peak dense FLOP/s of one accelerator in the compute dtype")
+M = define("memory", "M", "byte", "M", "memory of one accelerator")
+n = define("tp", "n", "", "n", "tensor-parallel degree (accelerators sharing each layer)")
+
+# Derived quantities (defined in memory.py, flops.py, roofline.py).
+W = define("weight_bytes", "W", "byte", "W", "bytes of weights")
+k = define("kv_bytes_per_token", "k", "byte/token", "k", "KV-cache bytes per token of context")
+kv_seq = define("kv_bytes_per_sequence", "K_seq", "byte/sequence", r"K_{seq}", "KV-cache bytes of one sequence")
+kv_total = define("kv_bytes", "K", "byte", "K", "KV-cache bytes of the batch")
+F = define("weight_flops_per_token", "F", "FLOP/token", "F", "matmul FLOPs per token through the weights")
+t_mem = define("memory_time", "t_mem", "second", r"t_{mem}", "time to read the step's bytes from memory")
+t_comp = define("compute_time", "t_comp", "second", r"t_{comp}", "time for the step's FLOPs at peak")
+t_step = define("step_time", "t_step", "second", r"t_{step}", "decode step time (roofline)")
+R = define("throughput", "R", "token/second", "R", "tokens per second, all sequences together")
+B_max = define("max_batch_by_memory", "B_max", "sequence", r"B_{max}", "most sequences the memory holds beside the weights")
+B_knee = define("knee_batch", "B_knee", "sequence", r"B_{knee}", "batch where compute time meets memory time")
+S_knee = define("knee_context_limit", "S_knee", "token/sequence", r"S_{knee}", "context above which no knee exists")
+R_max = define("throughput_ceiling", "R_inf", "token/second", r"R_{\infty}", "throughput as the batch grows without bound")
+R_at_max = define("throughput_at_max_batch", "R_Bmax", "token/second", r"R(B_{max})", "throughput at the largest batch memory holds")
