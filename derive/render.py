@@ -92,6 +92,18 @@ def givens_in_order(sheet: Sheet) -> list[Given]:
     return shown
 
 
+def _worked(defines: Sym, expr: sympy.Expr, value: Any, sheet: Sheet, after_formula: str,
+            after_value: str = "") -> list[str]:
+    """Three lines: symbolic, substituted, result (handcalcs' order)."""
+    name = text(defines.symbol)
+    pad = " " * len(name)
+    return [
+        f"  {name} = {text(expr)}   {after_formula}".rstrip(),
+        f"  {pad} = {substituted(expr, sheet.values)}",
+        f"  {pad} = {_value_text(value, defines.unit)}   {after_value}".rstrip(),
+    ]
+
+
 def render_text(sheet: Sheet) -> str:
     lines = [sheet.title]
     defaults = sheet.inputs.get("defaults")
@@ -108,18 +120,11 @@ def render_text(sheet: Sheet) -> str:
         if isinstance(step, Heading):
             lines += ["", step.text]
         elif isinstance(step, Compute):
-            name = text(step.defines.symbol)
-            pad = " " * len(name)
-            lines.append(f"  {name} = {text(step.expr)}   ({step.defines.meaning})")
-            lines.append(f"  {pad} = {substituted(step.expr, sheet.values)}")
-            lines.append(f"  {pad} = {format_quantity(step.value, step.defines.unit)}")
+            lines += _worked(step.defines, step.expr, step.value, sheet, f"({step.defines.meaning})")
         elif isinstance(step, Solve):
-            name = text(step.defines.symbol)
-            pad = " " * len(name)
             lines.append(f"  {step.defines.meaning}: {how(step.solution)}")
-            lines.append(f"  {name} = {text(step.solution.closed_form)}")
-            lines.append(f"  {pad} = {substituted(step.solution.closed_form, sheet.values)}")
-            lines.append(f"  {pad} = {_value_text(step.value, step.defines.unit)}" + (f"   ({step.note})" if step.note else ""))
+            note = f"({step.note})" if step.note else ""
+            lines += _worked(step.defines, step.solution.closed_form, step.value, sheet, "", note)
         elif isinstance(step, Given) and step.inline:
             lines.append(f"  {text(step.sym.symbol)} = {format_quantity(step.value, step.sym.unit)}   ({step.note})")
         elif isinstance(step, Note):
