@@ -7,7 +7,7 @@ FLOPs split evenly, communication not counted (formulas/sharding.py adds it).
 import sympy
 
 from derive.formula import formula
-from formulas.notation import B, BW, B_max, F, M, P, R, S, W, a, kv_seq, kv_total, n, t_comp, t_mem, t_step, tau
+from formulas.notation import BW, B, B_max, F, M, P, R, S, W, a, kv_seq, kv_total, n, t_comp, t_mem, t_step, tau
 
 memory_time = formula(
     t_mem, (W.symbol + kv_total.symbol) / (n.symbol * BW.symbol),

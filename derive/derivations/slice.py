@@ -6,78 +6,22 @@ Sheet: the steps, the named results and the notes. Nothing here prints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import sympy
 
-from derive.catalog import Gpu, Model, dtype_bytes
+from derive.catalog import Gpu, dtype_bytes
+from derive.derivations.common import Setup, aggregates, default_tp, kv_values, model_notes, start
 from derive.errors import DeriveError, FitError
 from derive.evaluate import evaluate, inline
-from derive.formula import LIBRARY, Library
-from derive.sheet import Sheet, Work
+from derive.formula import LIBRARY
+from derive.sheet import Sheet
 from derive.solve import asymptote, solve
 from derive.units import format_quantity
 from formulas import notation as sym
 
-# Widest tensor-parallel group the default search considers.
-_MAX_TP = 1024
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What a command runs on: a model, maybe an accelerator, and the workload."""
-
-    model: Model
-    gpu: Gpu | None = None
-    dtype: str = "bf16"
-    kv_dtype: str | None = None
-    context: int = 2048
-    batch: int = 1
-    tp: int | None = None
-    defaults: tuple[str, ...] = field(default=())  # options the user left to their defaults
-
-    @property
-    def kv_format(self) -> str:
-        if self.kv_dtype:
-            return self.kv_dtype
-        # Weight-only quantisation keeps the cache in 16 bits.
-        return self.dtype if self.dtype in ("fp32", "fp16", "bf16", "fp8") else "bf16"
-
-    def inputs(self) -> dict[str, object]:
-        out: dict[str, object] = {"model": self.model.name, "dtype": self.dtype, "kv_dtype": self.kv_format,
-                                  "context": self.context, "batch": self.batch}
-        if self.gpu is not None:
-            out["gpu"] = self.gpu.name
-        if self.tp is not None:
-            out["tp"] = self.tp
-        return out
-
-
-def _library(model: Model) -> Library:
-    return LIBRARY.extended(model.formulas.all())
-
-
-def _work(command: str, title: str, setup: Setup) -> Work:
-    work = Work(Sheet(command, title, setup.inputs()), _library(setup.model))
-    for shape, value in setup.model.formulas.shapes.items():
-        work.given(shape, value, "config")
-    return work
-
-
-def _model_notes(work: Work, setup: Setup) -> None:
-    cfg = setup.model.config
-    if cfg.sliding_window and setup.context > cfg.sliding_window:
-        work.note(
-            f"{setup.model.name} uses a {cfg.sliding_window}-token sliding window; a rolling-buffer cache holds "
-            f"at most that many tokens per layer, so the figures here (full context cached) are an upper bound"
-        )
-    if cfg.quantization and setup.dtype != "fp8" and "fp8" in cfg.quantization:
-        work.note(f"the checkpoint ships {cfg.quantization} weights; pass --dtype fp8 to size it as shipped")
-
 
 def params(setup: Setup) -> Sheet:
     model = setup.model
-    work = _work("params", f"Parameters of {model.title} ({model.config.family})", setup)
+    work = start("params", f"Parameters of {model.title} ({model.config.family})", setup)
     mf = model.formulas
     work.heading("Breakdown")
     for part in mf.parts:
@@ -107,23 +51,15 @@ def _defining_expr(mf, target: sym.Sym) -> sympy.Expr | None:  # type: ignore[no
     return None
 
 
-def _kv_values(work: Work, setup: Setup, compute: bool = True) -> None:
-    kv_format = setup.kv_format
-    work.given(sym.b_kv, dtype_bytes(kv_format, "--kv-dtype"), kv_format)
-    work.given(sym.S, setup.context, "--context" if "context" not in setup.defaults else "default")
-    if compute:
-        work.compute(setup.model.formulas.per_token[0])  # values cached per token: GQA or MLA
-
-
 def kv(setup: Setup) -> Sheet:
     model = setup.model
-    work = _work("kv", f"KV cache of {model.title} at {setup.context:,} tokens", setup)
-    _kv_values(work, setup)
+    work = start("kv", f"KV cache of {model.title} at {setup.context:,} tokens", setup)
+    kv_values(work, setup)
     work.given(sym.B, setup.batch)
     work.compute(LIBRARY.get("kv_bytes_per_token"), "kv_bytes_per_token")
     work.compute(LIBRARY.get("kv_bytes_per_sequence"), "kv_bytes_per_sequence")
     work.compute(LIBRARY.get("kv_bytes"), "kv_bytes")
-    _model_notes(work, setup)
+    model_notes(work, setup)
     if model.config.is_mla:
         work.note("MLA caches one latent vector and one rotary key per layer, shared by all heads")
     elif model.config.kv_heads < model.config.heads:
@@ -131,33 +67,14 @@ def kv(setup: Setup) -> Sheet:
     return work.sheet
 
 
-def _aggregates(work: Work, setup: Setup) -> None:
-    """The model's totals as givens: the knee needs N and N_mm, not their breakdown."""
-    library = work.library
-    for target in (sym.N, sym.N_mm):
-        work.given(target, evaluate(target.symbol, dict(setup.model.formulas.shapes), library), "config (derive params)")
-
-
-def default_tp(setup: Setup, weights: sympy.Expr, one_sequence: sympy.Expr, memory: sympy.Expr) -> int:
-    tp = 1
-    while tp * memory < weights + one_sequence:
-        tp *= 2
-        if tp > _MAX_TP:
-            raise FitError(
-                f"{setup.model.name} does not fit on {_MAX_TP} x {setup.gpu.name if setup.gpu else 'GPU'}",
-                "Use a smaller --dtype or a larger accelerator",
-            )
-    return tp
-
-
 def knee(setup: Setup) -> Sheet:
     model, gpu = setup.model, setup.gpu
     if gpu is None:
         raise DeriveError("knee needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
-    work = _work("knee", f"Decode knee of {model.title} on {gpu.title}", setup)
-    _aggregates(work, setup)
+    work = start("knee", f"Decode knee of {model.title} on {gpu.title}", setup)
+    aggregates(work, setup)
     work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
-    _kv_values(work, setup, compute=False)
+    kv_values(work, setup, compute=False)
     peak, peak_note = gpu.peak(setup.dtype)
     work.given(sym.BW, gpu.bandwidth, _figure_note(gpu, "bandwidth"))
     work.given(sym.P, peak, peak_note if "flops" not in gpu.overridden else "given with --flops")
@@ -232,7 +149,7 @@ def knee(setup: Setup) -> Sheet:
     if tp > model.config.kv_heads and not model.config.is_mla:
         work.note(f"tp={tp} exceeds the {model.config.kv_heads} KV heads: real servers replicate KV heads, "
                   f"so the cache per GPU is larger than assumed")
-    _model_notes(work, setup)
+    model_notes(work, setup)
     return work.sheet
 
 

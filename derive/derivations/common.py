@@ -1,0 +1,104 @@
+"""What every derivation shares: the Setup a command runs on, and the start of a sheet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy
+
+from derive.catalog import Gpu, Model, dtype_bytes
+from derive.errors import FitError
+from derive.evaluate import evaluate
+from derive.formula import LIBRARY, Library
+from derive.sheet import Sheet, Work
+from formulas import notation as sym
+
+# Widest tensor-parallel group the default search considers.
+_MAX_TP = 1024
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a command runs on: a model, maybe an accelerator, and the workload."""
+
+    model: Model
+    gpu: Gpu | None = None
+    dtype: str = "bf16"
+    kv_dtype: str | None = None
+    context: int = 2048
+    batch: int = 1
+    tp: int | None = None
+    count: int = 1  # accelerators in the box (fit)
+    prompt: int = 2048  # prompt tokens (predict)
+    output: int = 256  # output tokens (predict)
+    tokens: int = 1  # tokens through a layer at once (shard)
+    link: sympy.Rational | None = None  # interconnect bandwidth, one-way (shard)
+    link_name: str = ""
+    vs: Gpu | None = None  # the accelerator to compare with (compare)
+    claim: sympy.Rational | None = None  # claimed tokens/s per user (claim)
+    defaults: tuple[str, ...] = field(default=())  # options the user left to their defaults
+
+    @property
+    def kv_format(self) -> str:
+        if self.kv_dtype:
+            return self.kv_dtype
+        # Weight-only quantisation keeps the cache in 16 bits.
+        return self.dtype if self.dtype in ("fp32", "fp16", "bf16", "fp8") else "bf16"
+
+    def inputs(self) -> dict[str, object]:
+        out: dict[str, object] = {"model": self.model.name, "dtype": self.dtype, "kv_dtype": self.kv_format,
+                                  "context": self.context, "batch": self.batch}
+        if self.gpu is not None:
+            out["gpu"] = self.gpu.name
+        if self.tp is not None:
+            out["tp"] = self.tp
+        return out
+
+
+def model_library(model: Model) -> Library:
+    return LIBRARY.extended(model.formulas.all())
+
+
+def start(command: str, title: str, setup: Setup) -> Work:
+    work = Work(Sheet(command, title, setup.inputs()), model_library(setup.model))
+    for shape, value in setup.model.formulas.shapes.items():
+        work.given(shape, value, "config")
+    return work
+
+
+def model_notes(work: Work, setup: Setup) -> None:
+    cfg = setup.model.config
+    if cfg.sliding_window and setup.context > cfg.sliding_window:
+        work.note(
+            f"{setup.model.name} uses a {cfg.sliding_window}-token sliding window; a rolling-buffer cache holds "
+            f"at most that many tokens per layer, so the figures here (full context cached) are an upper bound"
+        )
+    if cfg.quantization and setup.dtype != "fp8" and "fp8" in cfg.quantization:
+        work.note(f"the checkpoint ships {cfg.quantization} weights; pass --dtype fp8 to size it as shipped")
+
+
+def kv_values(work: Work, setup: Setup, compute: bool = True) -> None:
+    kv_format = setup.kv_format
+    work.given(sym.b_kv, dtype_bytes(kv_format, "--kv-dtype"), kv_format)
+    work.given(sym.S, setup.context, "--context" if "context" not in setup.defaults else "default")
+    if compute:
+        work.compute(setup.model.formulas.per_token[0])  # values cached per token: GQA or MLA
+
+
+def aggregates(work: Work, setup: Setup) -> None:
+    """The model's totals as givens: the knee needs N and N_mm, not their breakdown."""
+    library = work.library
+    for target in (sym.N, sym.N_mm):
+        work.given(target, evaluate(target.symbol, dict(setup.model.formulas.shapes), library), "config (derive params)")
+
+
+def default_tp(setup: Setup, weights: sympy.Expr, one_sequence: sympy.Expr, memory: sympy.Expr) -> int:
+    tp = 1
+    while tp * memory < weights + one_sequence:
+        tp *= 2
+        if tp > _MAX_TP:
+            raise FitError(
+                f"{setup.model.name} does not fit on {_MAX_TP} x {setup.gpu.name if setup.gpu else 'GPU'}",
+                "Use a smaller --dtype or a larger accelerator",
+            )
+    return tp
