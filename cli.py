@@ -101,6 +101,9 @@ workload_options = _options(
     click.option("--kv-dtype", type=click.Choice(DTYPES, case_sensitive=False),
                  help="KV-cache dtype. Default: the weight dtype (bf16 for int8/int4/fp4 weights)."),
 )
+tp_option = click.option("--tp", type=COUNT, help="Tensor-parallel degree. Default: the smallest power of two that fits.")
+set_option = click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+                          help="Give any quantity a value: --set batch=16, --set 'bandwidth=3.35 TB/s'.")
 batch_option = click.option("--batch", "-b", type=COUNT, help="Sequences decoded together. Default: 1.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the derivation.")
 
@@ -134,10 +137,19 @@ def _setup(kwargs: dict[str, Any], need_gpu: bool = False) -> Any:
         elif kwargs[key] is None:
             kwargs[key] = default
             defaults.append(key)
+    extra = {key: kwargs[key] for key in ("count", "prompt", "output", "tokens", "claim") if kwargs.get(key) is not None}
+    if kwargs.get("vs"):
+        extra["vs"] = load_gpu(kwargs["vs"])
+    if kwargs.get("link"):
+        extra["link_name"] = kwargs["link"]
+        if kwargs["link"].strip().lower() != "nvlink":
+            from derive.units import parse_quantity
+
+            extra["link"] = parse_quantity(kwargs["link"], "byte/second", "--link")
     return Setup(
         model=model, gpu=gpu, dtype=kwargs["dtype"].lower(),
         kv_dtype=kwargs["kv_dtype"].lower() if kwargs.get("kv_dtype") else None,
-        context=kwargs["context"], batch=kwargs["batch"], tp=kwargs.get("tp"), defaults=tuple(defaults),
+        context=kwargs["context"], batch=kwargs["batch"], tp=kwargs.get("tp"), defaults=tuple(defaults), **extra,
     )
 
 
@@ -183,7 +195,7 @@ def kv(as_json: bool, **kwargs: Any) -> None:
 @model_options
 @gpu_options
 @workload_options
-@click.option("--tp", type=COUNT, help="Tensor-parallel degree. Default: the smallest power of two that fits.")
+@tp_option
 @json_option
 def knee(as_json: bool, **kwargs: Any) -> None:
     """Decode step time against batch: the knee, whether one exists, the memory ceiling.
@@ -194,6 +206,98 @@ def knee(as_json: bool, **kwargs: Any) -> None:
     from derive import derivations
 
     _emit(derivations.knee(_setup(kwargs, need_gpu=True)), as_json)
+
+
+def _sheet_command(name: str, function: str, doc: str, *extra: Callable[..., Any], need_gpu: bool = True) -> None:
+    """Register a command that builds one sheet with the shared options (one place for the pattern)."""
+
+    def command(as_json: bool, **kwargs: Any) -> None:
+        import importlib
+
+        module, _, attribute = function.rpartition(".")
+        build = getattr(importlib.import_module(module), attribute)
+        _emit(build(_setup(kwargs, need_gpu=need_gpu)), as_json)
+
+    command.__doc__ = doc
+    decorated: Any = command
+    for decorator in reversed((model_options, *((gpu_options,) if need_gpu else ()), workload_options, *extra,
+                               json_option)):
+        decorated = decorator(decorated)
+    group = crossover if name.startswith("crossover ") else cli
+    group.command(name.removeprefix("crossover "))(decorated)
+
+
+@cli.group()
+def crossover() -> None:
+    """Closed-form crossovers: where KV reads overtake weight reads, where prefill turns compute-bound."""
+
+
+count_option = click.option("--count", type=COUNT, help="Accelerators holding the model. Default: 1.")
+prompt_option = click.option("--prompt", type=COUNT, help="Prompt tokens per request. Default: 2048.")
+output_option = click.option("--output", type=COUNT, help="Output tokens per request. Default: 256.")
+vs_option = click.option("--vs", required=True, help="The accelerator to compare with.")
+
+_sheet_command("flops", "derive.derivations.costs.flops",
+               "FLOPs per token beyond the 2N rule: weights, attention at the context, the parameters that do no "
+               "arithmetic, and the context where attention equals the weights.", need_gpu=False)
+_sheet_command("fit", "derive.derivations.costs.fit",
+               "How many sequences of a context fit beside the weights on --count accelerators.", count_option)
+_sheet_command("intensity", "derive.derivations.costs.intensity",
+               "Decode arithmetic intensity per operation at --batch, the ridge point, and the flip batch.",
+               batch_option)
+_sheet_command("crossover kv-weights", "derive.derivations.costs.crossover_kv_weights",
+               "The context at which a batch's KV reads equal the weight reads, and the KV footprint there.",
+               batch_option)
+_sheet_command("crossover prefill", "derive.derivations.costs.crossover_prefill",
+               "The prompt length at which prefill turns compute-bound (closed form).")
+_sheet_command("predict", "derive.derivations.costs.predict",
+               "TTFT, TPOT, throughput and end-to-end latency from the roofline, at stated efficiencies (a floor).",
+               tp_option, batch_option, prompt_option, output_option)
+_sheet_command("compare", "derive.derivations.costs.compare",
+               "One model on two accelerators: bandwidth, compute, capacity and throughput ratios.",
+               tp_option, vs_option)
+
+
+@cli.command()
+@json_option
+def formulas(as_json: bool) -> None:
+    """Every library formula: name, unit, formula, LaTeX, meaning and source."""
+    from derive import listing
+
+    click.echo(listing.formulas(as_json), nl=False)
+
+
+@cli.command(name="eval")
+@click.argument("name")
+@model_options
+@gpu_options
+@workload_options
+@tp_option
+@batch_option
+@set_option
+@json_option
+def eval_command(name: str, settings: tuple[str, ...], as_json: bool, **kwargs: Any) -> None:
+    """Evaluate the library formula NAME (see 'derive formulas') for a model and accelerator."""
+    from derive.derivations import generic
+
+    _emit(generic.evaluate_formula(_setup(kwargs, need_gpu=True), name, list(settings)), as_json)
+
+
+@cli.command(name="solve")
+@click.argument("equation")
+@click.option("--for", "unknown", required=True, help="The quantity to solve for, e.g. context.")
+@model_options
+@gpu_options
+@workload_options
+@tp_option
+@batch_option
+@set_option
+@json_option
+def solve_command(equation: str, unknown: str, settings: tuple[str, ...], as_json: bool, **kwargs: Any) -> None:
+    """Solve EQUATION ('kv_bytes = weight_bytes') for --for in closed form, then evaluate it."""
+    from derive.derivations import generic
+
+    _emit(generic.solve_equation(_setup(kwargs, need_gpu=True), equation, unknown, list(settings)), as_json)
 
 
 @cli.command()

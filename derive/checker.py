@@ -11,7 +11,7 @@ import importlib
 from derive.errors import DeriveError
 
 # The formula modules `derive check` imports (tests may add one).
-MODULES = ["formulas.memory", "formulas.flops", "formulas.roofline"]
+MODULES = ["formulas.memory", "formulas.flops", "formulas.roofline", "formulas.intensity", "formulas.prefill"]
 
 
 def run(modules: list[str] | None = None) -> tuple[str, int]:

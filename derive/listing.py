@@ -53,3 +53,18 @@ def gpus(as_json: bool = False) -> str:
         )
     lines.append("Dense (not sparse) datasheet figures; 'link' is one-way per GPU. Sources: derive gpus --json, formulas/gpus.toml.")
     return "\n".join(lines) + "\n"
+
+
+def formulas(as_json: bool = False) -> str:
+    import formulas as _library  # noqa: F401  (defines every formula)
+    from derive.formula import LIBRARY
+    from derive.render import latex, text
+
+    rows = [{"name": f.name, "unit": f.unit, "symbolic": f"{f.defines.name} = {text(f.expr)}",
+             "latex": f"{f.defines.latex} = {latex(f.expr)}", "meaning": f.meaning, "source": f.source}
+            for f in LIBRARY]
+    if as_json:
+        return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
+    width = max(len(r["name"]) for r in rows)
+    lines = [f"{r['name']:<{width}}  [{r['unit'] or '1'}]  {r['symbolic']}\n{'':<{width}}  {r['meaning']}" for r in rows]
+    return "\n".join(lines) + "\n"

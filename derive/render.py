@@ -6,6 +6,7 @@ Rounding happens here and only here; the sheet keeps exact values.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import sympy
@@ -19,10 +20,13 @@ from derive.units import base_unit_text, format_quantity
 
 
 class _TextPrinter(StrPrinter):
-    """Formulas as a terminal shows them: `W·P/(BW·n)`."""
+    """Formulas as a terminal shows them: `W·P/(BW·n)`, `x^2`."""
 
     def _print_Mul(self, expr: sympy.Mul) -> str:
-        return super()._print_Mul(expr).replace("*", "·")
+        return re.sub(r"(?<!\*)\*(?!\*)", "·", super()._print_Mul(expr))
+
+    def _print_Pow(self, expr: sympy.Pow, rational: bool = False) -> str:
+        return super()._print_Pow(expr, rational).replace("**", "^")
 
     def _print_Symbol(self, expr: sympy.Symbol) -> str:
         return "τ" if expr.name == "tau" else expr.name

@@ -6,7 +6,8 @@ second time), and its unit is checked against the unknown's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import sympy
 
@@ -32,6 +33,15 @@ class Solution:
     rhs: sympy.Expr | None
     variable: Sym
     closed_form: sympy.Expr
+    roots: tuple[sympy.Expr, ...] = ()
+
+    def positive(self, value_of: Callable[[sympy.Expr], sympy.Expr]) -> tuple[Solution, sympy.Expr | None]:
+        """The root that is real and positive at the given values (a quadratic has two), and its value."""
+        for root in self.roots or (self.closed_form,):
+            value = value_of(root)
+            if value.is_finite and value.is_real and value > 0:
+                return replace(self, closed_form=root), value
+        return self, None
 
 
 def solve(lhs: sympy.Expr, rhs: sympy.Expr, unknown: Sym, library: Library = LIBRARY) -> Solution:
@@ -63,13 +73,14 @@ def solve(lhs: sympy.Expr, rhs: sympy.Expr, unknown: Sym, library: Library = LIB
             f"SymPy finds no closed form for {unknown.key} in `{lhs} = {rhs}`",
             "Evaluate it numerically with 'derive eval' over a range instead",
         )
-    closed = _tidy(real[0])
+    real = [_tidy(r) for r in real]
+    closed = real[0]
     found = unit_of(closed)
     if found.dimensionality != unit(unknown.unit).dimensionality:
         raise UnitError(
             f"the solution for {unknown.key} is [{format(found, 'C')}], not [{unknown.unit}]"
         )
-    return Solution(unknown, "solve", lhs, rhs, unknown, closed)
+    return Solution(unknown, "solve", lhs, rhs, unknown, closed, tuple(real))
 
 
 def asymptote(expr: sympy.Expr, variable: Sym, defines: Sym, library: Library = LIBRARY) -> Solution:

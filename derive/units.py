@@ -111,7 +111,7 @@ def format_quantity(value: object, unit_text: str, digits: int = 4) -> str:
     if _prefixable(unit_text) and number != 0 and not (unit_text == "second" and abs(number) >= 1):
         quantity = quantity.to_compact()
     magnitude = _format_number(float(quantity.magnitude), digits)
-    units = _plural(format(quantity.units, "~C"), number)
+    units = _plural(format(quantity.units, "~P"), number)
     if units.startswith("1/"):
         units = "per " + units[2:]
     if units == "s" and abs(number) >= 1:

@@ -45,7 +45,10 @@ N_mm = define("matmul_params", "N_mm", "parameter", r"N_{mm}", "parameters each 
 
 # Per-token cache and attention work, from the shapes.
 v_kv = define("kv_values_per_token", "v_kv", "1/token", r"v_{kv}", "values cached per token of context")
-a = define("attention_flops_per_cached_token", "a", "FLOP/token", "a", "attention FLOPs per cached token, per decode step")
+a = define(
+    "attention_flops_per_cached_token", "a", "FLOP*sequence/token**2", "a",
+    "attention FLOPs per query token, per cached token of its sequence",
+)
 
 # Number formats.
 b_w = define("weight_dtype_bytes", "b_w", "byte/parameter", "b_w", "bytes per stored weight")

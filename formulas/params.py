@@ -174,7 +174,7 @@ def model_formulas(cfg: ModelConfig) -> ModelFormulas:
         _count(v_kv, cached, mla_source),
         # Per cached token, each query head does a score dot product and a weighted value sum.
         _count(a, 2 * L.symbol * n_h.symbol * (score + value),
-               "QK^T and AV: two FLOPs per multiply-accumulate, per head, per layer."),
+               "QK^T and AV: one multiply-accumulate (two FLOPs) per head, layer and score or value element."),
     )
     shapes = {sym: sympy.Integer(v) for sym, v in _shapes(cfg).items()}
     return ModelFormulas(tuple(parts), totals, per_token, shapes)

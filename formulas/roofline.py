@@ -15,8 +15,8 @@ memory_time = formula(
 )
 
 compute_time = formula(
-    t_comp, B.symbol * (tau.symbol * F.symbol + S.symbol * a.symbol) / (n.symbol * P.symbol),
-    "Each sequence's new tokens go through the weights, and attend over its cached context.",
+    t_comp, B.symbol * tau.symbol * (F.symbol + S.symbol * a.symbol) / (n.symbol * P.symbol),
+    "Each sequence's new tokens go through the weights and attend over its cached context.",
 )
 
 step_time = formula(

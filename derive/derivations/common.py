@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from derive.catalog import Gpu, Model, dtype_bytes
-from derive.errors import FitError
+from derive.errors import DeriveError, FitError
 from derive.evaluate import evaluate
 from derive.formula import LIBRARY, Library
 from derive.sheet import Sheet, Work
@@ -101,4 +101,40 @@ def default_tp(setup: Setup, weights: sympy.Expr, one_sequence: sympy.Expr, memo
                 f"{setup.model.name} does not fit on {_MAX_TP} x {setup.gpu.name if setup.gpu else 'GPU'}",
                 "Use a smaller --dtype or a larger accelerator",
             )
+    return tp
+
+
+def accelerator(work: Work, setup: Setup, gpu: Gpu | None = None, compute: bool = True) -> Gpu:
+    """The accelerator's bandwidth, peak (unless `compute` is off) and memory as givens."""
+    gpu = gpu or setup.gpu
+    if gpu is None:
+        raise DeriveError(f"{work.sheet.command} needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
+    work.given(sym.BW, gpu.bandwidth, "--bandwidth" if "bandwidth" in gpu.overridden else "datasheet")
+    if compute:
+        peak, peak_note = gpu.peak(setup.dtype)
+        work.given(sym.P, peak, "--flops" if "flops" in gpu.overridden else peak_note)
+    work.given(sym.M, gpu.memory, "--memory" if "memory" in gpu.overridden else "datasheet")
+    return gpu
+
+
+def decode_inputs(work: Work, setup: Setup) -> None:
+    """Weights, cache and per-token work of the model in the chosen dtypes: W, k, K_seq, F."""
+    aggregates(work, setup)
+    work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
+    kv_values(work, setup, compute=False)
+    work.given(sym.tau, 1, "no speculative decoding")
+    for count_formula in setup.model.formulas.per_token:
+        work.compute(count_formula)
+    for name in ("weight_bytes", "kv_bytes_per_token", "kv_bytes_per_sequence", "weight_flops_per_token"):
+        work.compute(LIBRARY.get(name))
+
+
+def parallelism(work: Work, setup: Setup, gpu: Gpu) -> int:
+    """n: --tp, or the smallest power of two whose memory holds the weights and one sequence."""
+    if setup.tp is not None:
+        work.given(sym.n, setup.tp, "--tp")
+        return setup.tp
+    tp = default_tp(setup, work.values[sym.W], work.values[sym.kv_seq], gpu.memory)
+    work.sheet.inputs["tp"] = tp
+    work.given(sym.n, tp, "chosen: the smallest power of two whose memory holds the weights and one sequence")
     return tp

@@ -1,0 +1,195 @@
+"""Sheets for the common questions: FLOPs, fit, intensity, crossovers, TTFT/TPOT, comparing accelerators."""
+
+from __future__ import annotations
+
+import sympy
+
+from derive.derivations.common import Setup, accelerator, decode_inputs, model_notes, parallelism, start
+from derive.errors import DeriveError
+from derive.evaluate import evaluate
+from derive.formula import LIBRARY
+from derive.sheet import Sheet, Work
+from derive.solve import solve
+from derive.units import format_quantity
+from formulas import flops as fl
+from formulas import intensity as it
+from formulas import notation as sym
+from formulas import prefill as pf
+
+
+def _positive(value: sympy.Expr) -> sympy.Expr | None:
+    return value if value.is_finite and value.is_real and value > 0 else None
+
+
+def flops(setup: Setup) -> Sheet:
+    model = setup.model
+    work = start("flops", f"FLOPs per token of {model.title} at {setup.context:,} tokens", setup)
+    decode_inputs(work, setup)
+    work.given(sym.N_act, evaluate(sym.N_act.symbol, dict(model.formulas.shapes), work.library), "config")
+    work.heading("Beyond 2N")
+    work.compute(LIBRARY.get("attention_flops_per_token"), "attention_flops_per_token")
+    work.compute(LIBRARY.get("prompt_attention_flops_per_token"), "prompt_attention_flops_per_token")
+    total = work.compute(LIBRARY.get("flops_per_token"), "flops_per_token")
+    rule = work.compute(LIBRARY.get("two_n_flops_per_token"), "two_n_flops_per_token")
+    work.compute(LIBRARY.get("non_arithmetic_params"), "non_arithmetic_params")
+    crossing = solve(fl.F_att.symbol, sym.F.symbol, sym.S, work.library)
+    at = _positive(evaluate(crossing.closed_form, work.values, work.library))
+    work.solved(crossing, fl.S_att, at, "beyond it attention dominates the arithmetic",
+                result="attention_equals_weights_context")
+    work.note(f"the 2N rule is off by {float(total / rule - 1):+.1%} at {setup.context:,} tokens: it counts the "
+              f"embedding lookup (no arithmetic) and misses attention, which grows with context")
+    if model.config.is_moe:
+        work.note("2N here uses the total parameters; a token only multiplies through the active ones")
+    return work.sheet
+
+
+def fit(setup: Setup) -> Sheet:
+    model = setup.model
+    work = start("fit", f"How many {setup.context:,}-token sequences of {model.title} fit", setup)
+    decode_inputs(work, setup)
+    accelerator(work, setup, compute=False)
+    work.given(sym.n, setup.count, "--count: accelerators holding the model")
+    work.sheet.inputs["count"] = setup.count
+    weights = work.values[sym.W]
+    for name in ("weight_bytes", "kv_bytes_per_sequence"):
+        work.result(name, LIBRARY.get(name).defines, work.values[LIBRARY.get(name).defines], LIBRARY.get(name).expr)
+    fitting = work.compute(LIBRARY.get("max_batch_by_memory"))
+    work.result("max_sequences", sym.B_max, max(fitting, 0), LIBRARY.get("max_batch_by_memory").expr)
+    if fitting < 1:
+        work.note(f"the weights ({format_quantity(weights, 'byte')}) leave no room for a sequence: "
+                  f"add accelerators (--count) or use a smaller --dtype")
+    work.note("an upper bound: activations, the framework's workspace and fragmentation take memory too")
+    model_notes(work, setup)
+    return work.sheet
+
+
+def intensity(setup: Setup) -> Sheet:
+    work = start("intensity", f"Decode arithmetic intensity of {setup.model.title} at batch {setup.batch}", setup)
+    decode_inputs(work, setup)
+    gpu = accelerator(work, setup)
+    work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
+    work.heading("Per operation")
+    gemm = work.compute(LIBRARY.get("gemm_intensity"))
+    for name in ("qkv_intensity", "mlp_intensity", "lm_head_intensity"):
+        work.result(name, it.I_w, gemm, LIBRARY.get("gemm_intensity").expr)
+    attention = work.compute(LIBRARY.get("attention_intensity"), "attention_intensity")
+    ridge = work.compute(LIBRARY.get("ridge_intensity"), "ridge_intensity")
+    flip = solve(it.I_w.symbol, it.I_att.symbol, sym.B, work.library)
+    work.solved(flip, it.B_flip, _positive(evaluate(flip.closed_form, work.values, work.library)),
+                "below it attention has the higher intensity; above it the weight GEMMs do", result="flip_batch")
+    for label, value in (("weight GEMMs", gemm), ("attention", attention)):
+        side = "memory-bound" if value < ridge else "compute-bound"
+        work.note(f"{label}: {format_quantity(value, 'FLOP/byte')} against the {gpu.name} ridge of "
+                  f"{format_quantity(ridge, 'FLOP/byte')}: {side}")
+    work.note("fusion removes activation round trips (norms, softmax, elementwise ops) but cannot raise a "
+              "GEMM's or attention's intensity: only the batch (GEMMs) or the architecture (GQA, MLA) can")
+    return work.sheet
+
+
+def crossover_kv_weights(setup: Setup) -> Sheet:
+    work = start("crossover kv-weights",
+                 f"Context where KV reads overtake weight reads: {setup.model.title} at batch {setup.batch}", setup)
+    decode_inputs(work, setup)
+    work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
+    del work.values[sym.kv_seq]  # S is the unknown now: K_seq must be derived from it, not given
+    del work.values[sym.S]
+    crossing = solve(sym.kv_total.symbol, sym.W.symbol, sym.S, work.library)
+    context = evaluate(crossing.closed_form, work.values, work.library)
+    work.solved(crossing, sym.S, context, result="crossover_context")
+    work.compute(LIBRARY.get("kv_bytes_per_sequence"))
+    kv_bytes = work.compute(LIBRARY.get("kv_bytes"), "kv_bytes_at_crossover")
+    work.note(f"at the crossover the batch's cache ({format_quantity(kv_bytes, 'byte')}) equals the weights: "
+              f"the step reads twice the weight bytes, and needs memory for both")
+    if setup.gpu is not None:
+        work.note(f"{setup.gpu.name} holds {format_quantity(setup.gpu.memory, 'byte')}: the cache alone at the "
+                  f"crossover fills {float(kv_bytes / setup.gpu.memory):.2f} of one accelerator")
+    return work.sheet
+
+
+def crossover_prefill(setup: Setup) -> Sheet:
+    work = start("crossover prefill", f"Prompt length where prefill turns compute-bound: {setup.model.title}", setup)
+    decode_inputs(work, setup)
+    accelerator(work, setup)
+    work.given(sym.B, 1, "one prompt")
+    work.given(sym.n, 1, "per accelerator: tensor parallelism divides both times alike")
+    for eta in (pf.eta_bw, pf.eta_f):
+        work.given(eta, 1, "a floor: peak figures")
+    work.compute(LIBRARY.get("ridge_intensity"), "ridge_intensity")
+    crossing, tokens = solve(pf.t_pm.symbol, pf.t_pc.symbol, pf.S_p, work.library).positive(
+        lambda root: evaluate(root, work.values, work.library))
+    work.solved(crossing, pf.S_pref, tokens, "longer prompts are compute-bound", result="compute_bound_prompt_tokens")
+    work.note("to first order the crossover is the ridge point times bytes per weight over 2: "
+              "a prompt token does 2 FLOPs per weight read once for all of them")
+    return work.sheet
+
+
+def predict(setup: Setup) -> Sheet:
+    model = setup.model
+    work = start("predict", f"TTFT and TPOT of {model.title}: {setup.prompt:,} prompt, {setup.output:,} output tokens",
+                 setup)
+    decode_inputs(work, setup)
+    gpu = accelerator(work, setup)
+    # Decode steps see the prompt plus, on average, half the output.
+    work.values[sym.S] = sympy.Integer(setup.prompt) + sympy.Rational(setup.output, 2)
+    work.values.pop(sym.kv_seq)
+    work.compute(LIBRARY.get("kv_bytes_per_sequence"))
+    parallelism(work, setup, gpu)
+    work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
+    work.given(pf.S_p, setup.prompt, "--prompt")
+    work.given(pf.S_o, setup.output, "--output")
+    for eta in (pf.eta_bw, pf.eta_f):
+        work.given(eta, 1, "a floor: 100% of peak; real servers reach less")
+    work.sheet.inputs.update({"prompt": setup.prompt, "output": setup.output})
+    work.heading("Prefill")
+    for name in ("prefill_memory_time", "prefill_compute_time"):
+        work.compute(LIBRARY.get(name))
+    work.compute(LIBRARY.get("ttft"), "ttft")
+    work.heading("Decode (at the mean context, prompt plus half the output)")
+    for name in ("kv_bytes", "memory_time", "compute_time", "step_time"):
+        work.compute(LIBRARY.get(name))
+    work.compute(LIBRARY.get("tpot"), "tpot")
+    work.compute(LIBRARY.get("decode_throughput"))
+    work.result("throughput", pf.R_dec, work.values[pf.R_dec], LIBRARY.get("decode_throughput").expr)
+    work.compute(LIBRARY.get("e2e_latency"), "e2e_latency")
+    memory = work.values[sym.n] * gpu.memory
+    needed = work.values[sym.W] + work.values[sym.kv_total]
+    if needed > memory:
+        raise DeriveError(
+            f"{model.name} at batch {setup.batch} needs {format_quantity(needed, 'byte')} (weights and cache), "
+            f"more than the {format_quantity(memory, 'byte')} of {work.values[sym.n]} x {gpu.name}",
+            "Use a larger --tp, a smaller --batch or a shorter --prompt/--output",
+        )
+    work.note("a floor: peak bandwidth and FLOP/s, no kernel launch, scheduling, sampling or communication time")
+    model_notes(work, setup)
+    return work.sheet
+
+
+def compare(setup: Setup) -> Sheet:
+    from derive.derivations.slice import knee
+
+    if setup.gpu is None or setup.vs is None:
+        raise DeriveError("compare needs two accelerators", "Pass --gpu A --vs B")
+    # The same number of accelerators of each kind: enough for the one that needs more.
+    other_setup = Setup(**{**setup.__dict__, "gpu": setup.vs})
+    if setup.tp is None:
+        tp = max(int(knee(setup).inputs["tp"]), int(knee(other_setup).inputs["tp"]))
+        setup, other_setup = (Setup(**{**s.__dict__, "tp": tp}) for s in (setup, other_setup))
+    base, other = knee(setup), knee(other_setup)
+    work = Work(Sheet("compare", f"{setup.model.title}: {setup.vs.title} against {setup.gpu.title}",
+                      {**setup.inputs(), "vs": setup.vs.name, "tp": base.inputs["tp"], "vs_tp": other.inputs["tp"]}))
+    figures = (
+        ("bandwidth_ratio", sym.BW, "bandwidth-bound decode (small batch) speeds up by this"),
+        ("compute_ratio", sym.P, "compute-bound work (prefill, a batch past the knee) speeds up by this"),
+        ("capacity_ratio", sym.B_max, "the largest batch memory holds grows by this"),
+        ("max_throughput_ratio", sym.R_at_max, "throughput at each one's largest batch"),
+    )
+    for name, quantity, meaning in figures:
+        first = base.values.get(quantity) if quantity is not sym.R_at_max else base.results["throughput_at_max_batch"].value
+        second = other.values.get(quantity) if quantity is not sym.R_at_max else other.results["throughput_at_max_batch"].value
+        ratio = second / first
+        work.result(name, None, ratio, unit="")
+        work.note(f"{name} = {float(ratio):.3g}: {meaning} ({format_quantity(second, quantity.unit)} against "
+                  f"{format_quantity(first, quantity.unit)})")
+    work.sheet.steps = base.steps  # the first accelerator's derivation; the second's follows the same steps
+    work.sheet.values = base.values
+    return work.sheet

@@ -1,0 +1,136 @@
+"""`derive energy`: joules per output token from power and the roofline's throughput.
+
+`decode_roofline` and `at_batch` set up the decode step-time model the way the
+knee sheet does; the utilisation sheet reuses them.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from derive.catalog import Gpu, dtype_bytes
+from derive.derivations.common import Setup, aggregates, default_tp, kv_values, model_notes, start
+from derive.errors import DeriveError, FitError
+from derive.evaluate import evaluate
+from derive.formula import LIBRARY
+from derive.sheet import Note, Sheet, Work
+from derive.symbols import Sym
+from derive.units import format_quantity
+from formulas import energy as energy_formulas
+from formulas import notation as sym
+
+_STEP = ("kv_bytes", "memory_time", "compute_time", "step_time")
+_DEPENDS_ON_BATCH = (sym.kv_total, sym.t_mem, sym.t_comp, sym.t_step, sym.R,
+                     energy_formulas.E_step, energy_formulas.e_tok)
+
+
+def decode_roofline(work: Work, setup: Setup) -> tuple[sympy.Expr, sympy.Expr]:
+    """Givens and per-token figures of the decode roofline, and the TP degree; returns (W, K_seq)."""
+    gpu, model = setup.gpu, setup.model
+    assert gpu is not None
+    aggregates(work, setup)
+    work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
+    kv_values(work, setup, compute=False)
+    peak, peak_note = gpu.peak(setup.dtype)
+    work.given(sym.BW, gpu.bandwidth, _figure_note(gpu, "bandwidth"))
+    work.given(sym.P, peak, peak_note if "flops" not in gpu.overridden else "given with --flops")
+    work.given(sym.M, gpu.memory, _figure_note(gpu, "memory"))
+    work.given(sym.tau, 1, "no speculative decoding")
+    work.heading("From the config")
+    for per_token in model.formulas.per_token:
+        work.compute(per_token)
+    work.heading("Bytes and FLOPs per token")
+    weights = work.compute(LIBRARY.get("weight_bytes"))
+    work.compute(LIBRARY.get("kv_bytes_per_token"))
+    one_sequence = work.compute(LIBRARY.get("kv_bytes_per_sequence"))
+    work.compute(LIBRARY.get("weight_flops_per_token"))
+    if setup.tp is None:
+        tp = default_tp(setup, weights, one_sequence, gpu.memory)
+        work.sheet.inputs["tp"] = tp
+        work.given(sym.n, tp, "chosen: the smallest power of two whose memory holds the weights and one sequence")
+    else:
+        work.given(sym.n, setup.tp, "--tp")
+    work.sheet.inputs["defaults"] = list(setup.defaults) + (["tp"] if setup.tp is None else [])
+    return weights, one_sequence
+
+
+def max_batch(work: Work, setup: Setup, weights: sympy.Expr, one_sequence: sympy.Expr) -> sympy.Expr:
+    """B_max, or a FitError when not even one sequence fits beside the weights."""
+    value = work.compute(LIBRARY.get("max_batch_by_memory"))
+    if value < 1:
+        tp = work.values[sym.n]
+        raise FitError(
+            f"{setup.model.name} in {setup.dtype} needs {format_quantity(weights, 'byte')} of weights plus "
+            f"{format_quantity(one_sequence, 'byte')} per sequence at {setup.context:,} tokens, more than the "
+            f"{format_quantity(tp * setup.gpu.memory, 'byte')} of {tp} x {setup.gpu.name}",
+            "Use a larger --tp, a smaller --dtype, or a shorter --context",
+        )
+    if setup.batch > value:
+        raise FitError(
+            f"--batch {setup.batch:,} does not fit: memory holds {int(value):,} sequences of {setup.context:,} tokens",
+            f"Use --batch {value} or less, a larger --tp, or a shorter --context",
+        )
+    return value
+
+
+def at_batch(work: Work, batch: object, note: str) -> None:
+    """Set B part-way through the sheet and recompute the step at it."""
+    work.given(sym.B, batch, note, inline=True)
+    for name in _STEP:
+        work.compute(LIBRARY.get(name))
+
+
+def evaluate_at(work: Work, batch: sympy.Expr, wanted: tuple[Sym, ...]) -> dict[Sym, sympy.Expr]:
+    """The step's figures at another batch, without touching the sheet's values."""
+    values = {s: v for s, v in work.values.items() if s not in _DEPENDS_ON_BATCH}
+    values[sym.B] = batch
+    return {s: evaluate(s.symbol, values, work.library) for s in wanted}
+
+
+def energy(setup: Setup) -> Sheet:
+    model, gpu = setup.model, setup.gpu
+    if gpu is None:
+        raise DeriveError("energy needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
+    work = start("energy", f"Energy per output token of {model.title} on {gpu.title}", setup)
+    weights, one_sequence = decode_roofline(work, setup)
+    work.given(energy_formulas.P_acc, gpu.power, "--power" if "power" in gpu.overridden else "datasheet TDP")
+    work.heading("Memory ceiling")
+    largest = max_batch(work, setup, weights, one_sequence)
+
+    work.heading(f"Energy per token at batch {setup.batch:,}")
+    at_batch(work, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
+    work.compute(LIBRARY.get("throughput"))
+    work.compute(LIBRARY.get("step_energy"))
+    work.compute(LIBRARY.get("energy_per_token"), "joules_per_token")
+
+    # The other batches are evaluated aside: a sheet's worked lines show its final values.
+    work.heading("The same at batch 1 and at the largest batch memory holds")
+    ends = {}
+    for batch, name in ((sympy.Integer(1), "joules_per_token_batch1"), (largest, "joules_per_token_max_batch")):
+        figures = evaluate_at(work, batch, (sym.t_step, sym.R, energy_formulas.e_tok))
+        work.sheet.steps.append(Note(
+            f"B = {format_quantity(batch, 'sequence')}: " + ", ".join(
+                f"{s.name} = {format_quantity(v, s.unit)}" for s, v in figures.items())
+        ))
+        work.result(name, energy_formulas.e_tok, figures[energy_formulas.e_tok], LIBRARY.get("energy_per_token").expr)
+        ends[name] = figures
+
+    one, full = (ends[name][energy_formulas.e_tok] for name in ("joules_per_token_batch1", "joules_per_token_max_batch"))
+    work.result("batch1_over_max_batch", None, one / full)
+    rise = ends["joules_per_token_max_batch"][sym.R] / ends["joules_per_token_batch1"][sym.R]
+    work.note(
+        f"what moves it most is the denominator: throughput rises {format_quantity(rise, '')}x from batch 1 to "
+        f"{int(largest):,} while the power is capped at the TDP, so a token costs {format_quantity(one, 'joule/token')} "
+        f"alone and {format_quantity(full, 'joule/token')} in a full batch; the weights read each step are "
+        f"shared by every sequence in it"
+    )
+    work.note("power is the TDP for the whole step: an upper bound on the accelerators' draw (a memory-bound step "
+              "usually draws less); host CPUs, networking and cooling (PUE) are not counted")
+    work.note("step time is the roofline floor (peak bandwidth and FLOP/s, ideal tensor parallelism): a real step "
+              "is slower, and its energy per token higher in proportion")
+    model_notes(work, setup)
+    return work.sheet
+
+
+def _figure_note(gpu: Gpu, figure: str) -> str:
+    return f"--{figure}" if figure in gpu.overridden else "datasheet"

@@ -1,0 +1,109 @@
+"""`derive eval` and `derive solve`: any library formula, evaluated or solved for any symbol.
+
+A scenario gives every input symbol a value from the model, the accelerator and the
+options; `--set key=value` replaces any of them. Derived quantities are computed on
+demand from their formulas, so setting the context changes the cache bytes too.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sympy
+
+from derive.catalog import dtype_bytes
+from derive.derivations.common import Setup, default_tp, start
+from derive.errors import DeriveError
+from derive.evaluate import evaluate
+from derive.formula import LIBRARY
+from derive.sheet import Sheet, Work
+from derive.solve import solve
+from derive.symbols import Sym, all_symbols, by_key
+from derive.units import parse_quantity
+from formulas import notation as sym
+from formulas import prefill as pf
+
+# Units whose values are plain counts: `--set batch=16` needs no unit.
+_COUNT_UNITS = {"", "sequence", "token/sequence", "parameter", "token"}
+_NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
+
+
+def symbol_for(key: str) -> Sym:
+    found = by_key(key.strip())
+    if found is None:
+        from derive.catalog import closest
+
+        keys = [s.key for s in all_symbols()]
+        raise DeriveError(f"unknown quantity '{key}'", f"{closest(key, keys)}Run 'derive formulas' to list them")
+    return found
+
+
+def parse_setting(text: str) -> tuple[Sym, sympy.Expr]:
+    """'batch=16' or 'bandwidth=3.35 TB/s' as a symbol and an exact value in base units."""
+    if "=" not in text:
+        raise DeriveError(f"--set '{text}' is not key=value", "For example --set batch=16 or --set 'bandwidth=3.35 TB/s'")
+    key, value = text.split("=", 1)
+    target = symbol_for(key)
+    if _NUMBER.match(value) and target.unit in _COUNT_UNITS:
+        number = sympy.Rational(value.strip())
+        if number <= 0:
+            raise DeriveError(f"--set {key}={value.strip()} must be positive", f"Give {key} a value above 0")
+        return target, number
+    return target, parse_quantity(value, target.unit, f"--set {key}")
+
+
+def scenario(command: str, title: str, setup: Setup, settings: list[str]) -> Work:
+    """Every input symbol with a value; derived symbols are left to their formulas."""
+    work = start(command, title, setup)
+    shapes = dict(setup.model.formulas.shapes)
+    for target in (sym.N, sym.N_act, sym.N_mm, sym.N_emb):
+        work.given(target, evaluate(target.symbol, dict(shapes), work.library), "config")
+    work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
+    work.given(sym.b_kv, dtype_bytes(setup.kv_format, "--kv-dtype"), setup.kv_format)
+    work.given(sym.S, setup.context)
+    work.given(sym.B, setup.batch)
+    work.given(sym.tau, 1, "no speculative decoding")
+    work.given(pf.S_p, setup.prompt)
+    work.given(pf.S_o, setup.output)
+    for eta in (pf.eta_bw, pf.eta_f):
+        work.given(eta, 1, "a floor")
+    gpu = setup.gpu
+    if gpu is not None:
+        work.given(sym.BW, gpu.bandwidth, "datasheet")
+        work.given(sym.P, gpu.peak(setup.dtype)[0], "datasheet")
+        work.given(sym.M, gpu.memory, "datasheet")
+    overrides = dict(parse_setting(text) for text in settings)
+    for target, value in overrides.items():
+        work.given(target, value, "--set")
+    if sym.n not in overrides:
+        tp = setup.tp
+        if tp is None and gpu is not None:
+            probe = dict(work.values)
+            weights = evaluate(sym.W.symbol, probe, work.library)
+            tp = default_tp(setup, weights, evaluate(sym.kv_seq.symbol, probe, work.library), gpu.memory)
+        work.given(sym.n, tp or 1, "--tp" if setup.tp else "smallest power of two that holds the weights")
+    work.sheet.inputs["set"] = {t.key: str(v) for t, v in overrides.items()}
+    return work
+
+
+def evaluate_formula(setup: Setup, name: str, settings: list[str]) -> Sheet:
+    formula = LIBRARY.get(name)
+    work = scenario("eval", f"{formula.name}: {formula.meaning}", setup, settings)
+    if formula.defines in work.values:  # --set gave the very quantity: evaluate its formula anyway
+        del work.values[formula.defines]
+    work.compute(formula, formula.name)
+    return work.sheet
+
+
+def solve_equation(setup: Setup, equation: str, unknown_key: str, settings: list[str]) -> Sheet:
+    if equation.count("=") != 1:
+        raise DeriveError(f"'{equation}' is not an equation", "Write it as 'kv_bytes = weight_bytes'")
+    left, right = (symbol_for(side) for side in equation.split("="))
+    unknown = symbol_for(unknown_key)
+    work = scenario("solve", f"{left.key} = {right.key}, solved for {unknown.key}", setup, settings)
+    work.values.pop(unknown, None)
+    solution = solve(left.symbol, right.symbol, unknown, work.library)
+    solution, value = solution.positive(lambda root: evaluate(root, work.values, work.library))
+    note = "" if value is not None else "no positive solution at these values"
+    work.solved(solution, unknown, value, note, result=unknown.key)
+    return work.sheet

@@ -1,0 +1,60 @@
+"""`derive experts`: the routed experts one decode step touches, and the weights it reads."""
+
+from __future__ import annotations
+
+from derive.catalog import dtype_bytes
+from derive.derivations.common import Setup, model_notes, start
+from derive.errors import DeriveError
+from derive.evaluate import evaluate
+from derive.formula import LIBRARY
+from derive.sheet import Sheet
+from derive.units import format_quantity
+from formulas import moe
+from formulas import notation as sym
+
+
+def experts(setup: Setup) -> Sheet:
+    model = setup.model
+    if not model.config.is_moe:
+        raise DeriveError(f"{model.name} is not a mixture of experts", "Use a MoE model such as mixtral-8x7b or deepseek-v3")
+    work = start("experts", f"Experts one decode step of {model.title} reads at batch {setup.batch:,}", setup)
+    shapes = dict(model.formulas.shapes)
+    for total in (sym.N, sym.N_routed, sym.N_act):
+        work.given(total, evaluate(total.symbol, dict(shapes), work.library), "config (derive params)")
+    work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
+    work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
+    work.given(sym.tau, 1, "no speculative decoding")
+
+    work.heading("Routing")
+    work.compute(LIBRARY.get("routed_tokens"))
+    touched = work.compute(LIBRARY.get("experts_touched"), "experts_touched")
+
+    work.heading("Weights read per step")
+    work.compute(LIBRARY.get("params_per_expert"))
+    work.compute(LIBRARY.get("always_read_params"))
+    read = work.compute(LIBRARY.get("params_read_per_step"), "params_read_per_step")
+    work.compute(LIBRARY.get("bytes_read_per_step"), "bytes_read_per_step")
+    ratio = work.compute(LIBRARY.get("read_vs_active"), "read_vs_active")
+    active = work.values[sym.N_act]
+    active_formula = next(f for f in model.formulas.totals if f.defines == sym.N_act)
+    work.result("active_params", sym.N_act, active, active_formula.expr)
+
+    cfg = model.config
+    work.note(
+        f"each of the {format_quantity(work.values[moe.T_r], '')} tokens of a step picks its own top-{cfg.experts_per_token} of "
+        f"{cfg.experts} routed experts; their union covers {format_quantity(touched, '')} per MoE layer, "
+        f"and each touched expert streams from memory once: {format_quantity(read, 'parameter')} read, "
+        f"{format_quantity(ratio, '')} x the {format_quantity(active, 'parameter')} one token uses"
+    )
+    work.note("at batch 1 a step touches exactly k experts a layer, so it reads the active count; as the batch "
+              "grows E_t tends to E and the step reads every parameter")
+    work.note("routing taken as uniform and independent across tokens: real routers are balanced over many "
+              "steps, not per step, and skewed or correlated routing touches fewer experts, so this is the most")
+    if cfg.shared_experts:
+        work.note(f"the {cfg.shared_experts} shared expert(s) per MoE layer serve every token and are read every step")
+    work.note("the embedding is a lookup (only the step's rows are read) but is counted whole, as in the active count")
+    if model.published_active is not None:
+        verdict = "equal" if active == model.published_active else f"differs by {active - model.published_active:,}"
+        work.note(f"published active {model.published_active:,} parameters: {verdict} ({model.published_source})")
+    model_notes(work, setup)
+    return work.sheet
