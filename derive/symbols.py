@@ -67,6 +67,13 @@ def constant(key: str, name: str, value: object, unit_text: str, latex: str, mea
     return define(key, name, unit_text, latex, meaning, value)
 
 
+def alias(key: str, sym: Sym) -> None:
+    """Another key users may type for the same quantity ('kv_read_bytes' for 'kv_bytes')."""
+    if key in _BY_KEY and _BY_KEY[key] is not sym:
+        raise UnitError(f"alias {key} already names {_BY_KEY[key].key}", "Choose another alias")
+    _BY_KEY[key] = sym
+
+
 def lookup(symbol: sympy.Symbol) -> Sym:
     try:
         return _BY_SYMBOL[symbol]
@@ -79,7 +86,7 @@ def by_key(key: str) -> Sym | None:
 
 
 def all_symbols() -> list[Sym]:
-    return list(_BY_KEY.values())
+    return list(_BY_SYMBOL.values())
 
 
 def symbols_of(expr: sympy.Basic) -> list[Sym]:

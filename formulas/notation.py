@@ -5,7 +5,7 @@ pure numbers (a hidden size counts values); counts of parameters, tokens and
 sequences carry their own dimension.
 """
 
-from derive.symbols import constant, define
+from derive.symbols import alias, constant, define
 
 # Shapes read from a model's config.json.
 V = define("vocab", "V", "", "V", "vocabulary size")
@@ -75,7 +75,8 @@ n = define("tp", "n", "", "n", "tensor-parallel degree (accelerators sharing eac
 W = define("weight_bytes", "W", "byte", "W", "bytes of weights")
 k = define("kv_bytes_per_token", "k", "byte/token", "k", "KV-cache bytes per token of context")
 kv_seq = define("kv_bytes_per_sequence", "K_seq", "byte/sequence", r"K_{seq}", "KV-cache bytes of one sequence")
-kv_total = define("kv_bytes", "K", "byte", "K", "KV-cache bytes of the batch")
+kv_total = define("kv_bytes", "K", "byte", "K", "KV-cache bytes of the batch (read once per decode step)")
+alias("kv_read_bytes", kv_total)
 F = define("weight_flops_per_token", "F", "FLOP/token", "F", "matmul FLOPs per token through the weights")
 t_mem = define("memory_time", "t_mem", "second", r"t_{mem}", "time to read the step's bytes from memory")
 t_comp = define("compute_time", "t_comp", "second", r"t_{comp}", "time for the step's FLOPs at peak")

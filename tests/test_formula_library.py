@@ -117,6 +117,20 @@ def test_predict_e2e_is_ttft_plus_output_steps(run):
     assert out["throughput"]["value"] == pytest.approx(1 / out["tpot"]["value"])
 
 
+def test_tpot_is_the_bandwidth_floor_computed_by_hand(run):
+    # Llama 3 8B on one H100 at batch 1: weights plus the cache at the mean context, over 3.35 TB/s.
+    out = results(run, "predict", "--model", "llama3-8b", "--prompt", "1000", "--output", "200")
+    weights = 8_030_261_248 * 2  # published parameter count (param_counts.json) x 2 bytes
+    cache = (1000 + 100) * 2 * 32 * 8 * 128 * 2  # mean context x 2 (K, V) x layers x KV heads x head dim x 2 bytes
+    assert out["tpot"]["value"] == pytest.approx((weights + cache) / 3.35e12)
+
+
+def test_solve_accepts_the_kv_read_bytes_name(run):
+    out = results(run, "solve", "kv_read_bytes = weight_bytes", "--for", "context", "--model", "llama70b",
+                  "--set", "batch=16")
+    assert out["context"]["value"] == pytest.approx(70_553_706_496 * 2 / (16 * 327_680))  # weights / (B x k)
+
+
 def test_compare_ratios_are_datasheet_ratios(run):
     out = results(run, "compare", "--model", "llama70b", "--gpu", "h100", "--vs", "b200")
     assert out["bandwidth_ratio"]["value"] == pytest.approx(8.0 / 3.35)  # datasheets: 8 TB/s, 3.35 TB/s
