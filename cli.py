@@ -257,6 +257,33 @@ _sheet_command("compare", "derive.derivations.costs.compare",
                "One model on two accelerators: bandwidth, compute, capacity and throughput ratios.",
                tp_option, vs_option)
 
+_sheet_command("experts", "derive.derivations.moe.experts",
+               "MoE expert coverage at a decode batch: experts touched, parameters and bytes read per step.",
+               batch_option, need_gpu=False)
+_sheet_command("energy", "derive.derivations.energy.energy",
+               "Energy per output token from power and the roofline throughput, at batch 1 and the largest batch.",
+               tp_option, batch_option)
+
+
+@cli.command()
+@model_options
+@gpu_options
+@workload_options
+@tp_option
+@batch_option
+@click.option("--step-time", type=_Quantity("second", "36 ms"),
+              help="The measured decode step time. Default: the roofline step time (a 100% floor).")
+@click.option("--recompute", type=click.FloatRange(0, 10), default=0.0,
+              help="Recomputed FLOPs as a fraction of the model's (activation checkpointing). Default: 0.")
+@json_option
+def utilisation(step_time: Any, recompute: float, as_json: bool, **kwargs: Any) -> None:
+    """MBU, MFU and HFU of a decode step, from a measured step time and the counted bytes and FLOPs."""
+    import sympy
+
+    from derive.derivations.utilisation import utilisation as build
+
+    _emit(build(_setup(kwargs, need_gpu=True), step_time, sympy.Rational(str(recompute))), as_json)
+
 
 @cli.command()
 @json_option

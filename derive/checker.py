@@ -11,7 +11,10 @@ import importlib
 from derive.errors import DeriveError
 
 # The formula modules `derive check` imports (tests may add one).
-MODULES = ["formulas.memory", "formulas.flops", "formulas.roofline", "formulas.intensity", "formulas.prefill"]
+MODULES = [
+    "formulas.memory", "formulas.flops", "formulas.roofline", "formulas.intensity", "formulas.prefill",
+    "formulas.moe", "formulas.energy", "formulas.utilisation",
+]
 
 
 def run(modules: list[str] | None = None) -> tuple[str, int]:

@@ -3,4 +3,4 @@
 Importing this package defines (and so unit-checks) every library formula.
 """
 
-from formulas import flops, intensity, memory, prefill, roofline  # noqa: F401  (defining is the point)
+from formulas import energy, flops, intensity, memory, moe, prefill, roofline, utilisation  # noqa: F401  (defining is the point)

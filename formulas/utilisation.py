@@ -14,7 +14,8 @@ D_gpu = define("step_bytes_per_gpu", "D_gpu", "byte", r"D_{gpu}", "bytes each ac
 F_step = define("step_flops", "F_step", "FLOP", r"F_{step}", "model FLOPs of one decode step, all sequences")
 f_rc = define("recompute_fraction", "f_rc", "", r"f_{rc}",
               "FLOPs executed again (activation recomputation), as a fraction of the model FLOPs")
-U_mem = define("mbu", "MBU", "", r"\mathrm{MBU}", "model bandwidth utilisation: needed bytes over what peak bandwidth moves")
+U_mem = define("mbu", "MBU", "", r"\mathrm{MBU}",
+               "model bandwidth utilisation: needed bytes over what peak bandwidth moves")
 U_mf = define("mfu", "MFU", "", r"\mathrm{MFU}", "model FLOPs utilisation: model FLOPs over what peak compute does")
 U_hf = define("hfu", "HFU", "", r"\mathrm{HFU}", "hardware FLOPs utilisation: executed FLOPs, recomputation included")
 t_gap = define("unexplained_time", "t_gap", "second", r"t_{gap}", "measured step time beyond the roofline floor")

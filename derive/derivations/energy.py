@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sympy
 
-from derive.catalog import Gpu, dtype_bytes
-from derive.derivations.common import Setup, aggregates, default_tp, kv_values, model_notes, start
+from derive.derivations.common import Setup, accelerator, decode_inputs, model_notes, parallelism, start
+from derive.derivations.moe import roofline_moe_note
 from derive.errors import DeriveError, FitError
 from derive.evaluate import evaluate
 from derive.formula import LIBRARY
@@ -25,33 +25,13 @@ _DEPENDS_ON_BATCH = (sym.kv_total, sym.t_mem, sym.t_comp, sym.t_step, sym.R,
 
 
 def decode_roofline(work: Work, setup: Setup) -> tuple[sympy.Expr, sympy.Expr]:
-    """Givens and per-token figures of the decode roofline, and the TP degree; returns (W, K_seq)."""
-    gpu, model = setup.gpu, setup.model
-    assert gpu is not None
-    aggregates(work, setup)
-    work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
-    kv_values(work, setup, compute=False)
-    peak, peak_note = gpu.peak(setup.dtype)
-    work.given(sym.BW, gpu.bandwidth, _figure_note(gpu, "bandwidth"))
-    work.given(sym.P, peak, peak_note if "flops" not in gpu.overridden else "given with --flops")
-    work.given(sym.M, gpu.memory, _figure_note(gpu, "memory"))
-    work.given(sym.tau, 1, "no speculative decoding")
+    """The decode roofline's givens, per-token figures and TP degree, as the knee sets them; returns (W, K_seq)."""
+    gpu = accelerator(work, setup)
     work.heading("From the config")
-    for per_token in model.formulas.per_token:
-        work.compute(per_token)
-    work.heading("Bytes and FLOPs per token")
-    weights = work.compute(LIBRARY.get("weight_bytes"))
-    work.compute(LIBRARY.get("kv_bytes_per_token"))
-    one_sequence = work.compute(LIBRARY.get("kv_bytes_per_sequence"))
-    work.compute(LIBRARY.get("weight_flops_per_token"))
-    if setup.tp is None:
-        tp = default_tp(setup, weights, one_sequence, gpu.memory)
-        work.sheet.inputs["tp"] = tp
-        work.given(sym.n, tp, "chosen: the smallest power of two whose memory holds the weights and one sequence")
-    else:
-        work.given(sym.n, setup.tp, "--tp")
+    decode_inputs(work, setup)
+    parallelism(work, setup, gpu)
     work.sheet.inputs["defaults"] = list(setup.defaults) + (["tp"] if setup.tp is None else [])
-    return weights, one_sequence
+    return work.values[sym.W], work.values[sym.kv_seq]
 
 
 def max_batch(work: Work, setup: Setup, weights: sympy.Expr, one_sequence: sympy.Expr) -> sympy.Expr:
@@ -105,32 +85,30 @@ def energy(setup: Setup) -> Sheet:
 
     # The other batches are evaluated aside: a sheet's worked lines show its final values.
     work.heading("The same at batch 1 and at the largest batch memory holds")
+    per_token = LIBRARY.get("energy_per_token")
     ends = {}
     for batch, name in ((sympy.Integer(1), "joules_per_token_batch1"), (largest, "joules_per_token_max_batch")):
-        figures = evaluate_at(work, batch, (sym.t_step, sym.R, energy_formulas.e_tok))
-        work.sheet.steps.append(Note(
-            f"B = {format_quantity(batch, 'sequence')}: " + ", ".join(
-                f"{s.name} = {format_quantity(v, s.unit)}" for s, v in figures.items())
-        ))
-        work.result(name, energy_formulas.e_tok, figures[energy_formulas.e_tok], LIBRARY.get("energy_per_token").expr)
+        figures = evaluate_at(work, batch, (sym.t_step, sym.R, per_token.defines))
+        shown = ", ".join(f"{s.name} = {format_quantity(v, s.unit)}" for s, v in figures.items())
+        work.sheet.steps.append(Note(f"B = {format_quantity(batch, 'sequence')}: {shown}"))
+        work.result(name, per_token.defines, figures[per_token.defines], per_token.expr)
         ends[name] = figures
 
-    one, full = (ends[name][energy_formulas.e_tok] for name in ("joules_per_token_batch1", "joules_per_token_max_batch"))
+    one = ends["joules_per_token_batch1"][per_token.defines]
+    full = ends["joules_per_token_max_batch"][per_token.defines]
     work.result("batch1_over_max_batch", None, one / full)
     rise = ends["joules_per_token_max_batch"][sym.R] / ends["joules_per_token_batch1"][sym.R]
     work.note(
         f"what moves it most is the denominator: throughput rises {format_quantity(rise, '')}x from batch 1 to "
-        f"{int(largest):,} while the power is capped at the TDP, so a token costs {format_quantity(one, 'joule/token')} "
-        f"alone and {format_quantity(full, 'joule/token')} in a full batch; the weights read each step are "
-        f"shared by every sequence in it"
+        f"{int(largest):,} while the power is capped at the TDP, so a token costs "
+        f"{format_quantity(one, 'joule/token')} alone and {format_quantity(full, 'joule/token')} in a full batch; "
+        f"the weights read each step are shared by every sequence in it"
     )
     work.note("power is the TDP for the whole step: an upper bound on the accelerators' draw (a memory-bound step "
               "usually draws less); host CPUs, networking and cooling (PUE) are not counted")
     work.note("step time is the roofline floor (peak bandwidth and FLOP/s, ideal tensor parallelism): a real step "
               "is slower, and its energy per token higher in proportion")
+    roofline_moe_note(work, setup)
     model_notes(work, setup)
     return work.sheet
 
-
-def _figure_note(gpu: Gpu, figure: str) -> str:
-    return f"--{figure}" if figure in gpu.overridden else "datasheet"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sympy
+
 from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, model_notes, start
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
 from derive.formula import LIBRARY
-from derive.sheet import Sheet
+from derive.sheet import Sheet, Work
 from derive.units import format_quantity
 from formulas import moe
 from formulas import notation as sym
@@ -16,7 +18,8 @@ from formulas import notation as sym
 def experts(setup: Setup) -> Sheet:
     model = setup.model
     if not model.config.is_moe:
-        raise DeriveError(f"{model.name} is not a mixture of experts", "Use a MoE model such as mixtral-8x7b or deepseek-v3")
+        raise DeriveError(f"{model.name} is not a mixture of experts",
+                          "Use a MoE model such as mixtral-8x7b or deepseek-v3")
     work = start("experts", f"Experts one decode step of {model.title} reads at batch {setup.batch:,}", setup)
     shapes = dict(model.formulas.shapes)
     for total in (sym.N, sym.N_routed, sym.N_act):
@@ -41,15 +44,16 @@ def experts(setup: Setup) -> Sheet:
 
     cfg = model.config
     work.note(
-        f"each of the {format_quantity(work.values[moe.T_r], '')} tokens of a step picks its own top-{cfg.experts_per_token} of "
-        f"{cfg.experts} routed experts; their union covers {format_quantity(touched, '')} per MoE layer, "
+        f"each of the {format_quantity(work.values[moe.T_r], '')} tokens of a step picks its own "
+        f"top-{cfg.experts_per_token} of {cfg.experts} routed experts; "
+        f"their union covers {format_quantity(touched, '')} per MoE layer, "
         f"and each touched expert streams from memory once: {format_quantity(read, 'parameter')} read, "
         f"{format_quantity(ratio, '')} x the {format_quantity(active, 'parameter')} one token uses"
     )
     work.note("at batch 1 a step touches exactly k experts a layer, so it reads the active count; as the batch "
               "grows E_t tends to E and the step reads every parameter")
     work.note("routing taken as uniform and independent across tokens: real routers are balanced over many "
-              "steps, not per step, and skewed or correlated routing touches fewer experts, so this is the most")
+              "steps, not per step, and skewed or correlated routing touches fewer experts, so this is the most a step reads")
     if cfg.shared_experts:
         work.note(f"the {cfg.shared_experts} shared expert(s) per MoE layer serve every token and are read every step")
     work.note("the embedding is a lookup (only the step's rows are read) but is counted whole, as in the active count")
@@ -58,3 +62,19 @@ def experts(setup: Setup) -> Sheet:
         work.note(f"published active {model.published_active:,} parameters: {verdict} ({model.published_source})")
     model_notes(work, setup)
     return work.sheet
+
+
+def roofline_moe_note(work: Work, setup: Setup) -> sympy.Expr | None:
+    """For a MoE model, note that the roofline's W overstates a step's reads; return W_read (None if dense)."""
+    if not setup.model.config.is_moe:
+        return None
+    read = evaluate(moe.W_read.symbol, dict(work.values), work.library)
+    cfg = setup.model.config
+    work.note(
+        f"{setup.model.name} is a mixture of experts: the roofline reads all "
+        f"{format_quantity(work.values[sym.W], 'byte')} of weights each step, but a step's "
+        f"{setup.batch:,} tokens touch about "
+        f"{format_quantity(evaluate(moe.E_t.symbol, dict(work.values), work.library), '')} of {cfg.experts} routed "
+        f"experts a layer, {format_quantity(read, 'byte')} (derive experts): the weight reads here are an upper bound"
+    )
+    return read

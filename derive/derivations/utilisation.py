@@ -6,6 +6,7 @@ import sympy
 
 from derive.derivations.common import Setup, model_notes, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
+from derive.derivations.moe import roofline_moe_note
 from derive.errors import DeriveError
 from derive.formula import LIBRARY
 from derive.sheet import Sheet
@@ -15,7 +16,7 @@ from formulas import utilisation as u
 
 
 def utilisation(setup: Setup, measured_step_time: sympy.Rational | None = None,
-                recompute_fraction: sympy.Rational = sympy.Integer(0)) -> Sheet:
+                recompute_fraction: sympy.Rational | int = 0) -> Sheet:
     model, gpu = setup.model, setup.gpu
     if gpu is None:
         raise DeriveError("utilisation needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
@@ -33,8 +34,9 @@ def utilisation(setup: Setup, measured_step_time: sympy.Rational | None = None,
     work.heading("Utilisation")
     if measured_step_time is None:
         work.given(u.t_meas, floor, "none measured: the roofline floor t_step", inline=True)
+        at_floor = "MBU" if bound == "memory" else "MFU"
         work.note(f"no measured step time: the roofline floor is used, so the {bound} side reads 100% by "
-                  f"construction ({'MBU' if bound == 'memory' else 'MFU'} = 100% is the floor); pass a measured time to compare")
+                  f"construction ({at_floor} = 100% is the floor); pass a measured time to compare")
     else:
         work.given(u.t_meas, measured_step_time, "measured", inline=True)
     work.given(u.f_rc, recompute_fraction, "decode recomputes nothing" if recompute_fraction == 0 else "given")
@@ -65,5 +67,9 @@ def utilisation(setup: Setup, measured_step_time: sympy.Rational | None = None,
               "does not: recomputation raises HFU, never MFU; decode recomputes nothing, so they agree here"
               if recompute_fraction == 0 else
               "HFU counts the recomputed FLOPs (f_rc of the model FLOPs), MFU does not: checkpointing raises HFU only")
+    read = roofline_moe_note(work, setup)
+    if read is not None:
+        touched_mbu = (read + work.values[sym.kv_total]) / (work.values[sym.n] * gpu.bandwidth * work.values[u.t_meas])
+        work.note(f"MBU counting only the touched experts' weights: {float(touched_mbu):.1%}")
     model_notes(work, setup)
     return work.sheet
