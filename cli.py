@@ -138,6 +138,7 @@ def _setup(kwargs: dict[str, Any], need_gpu: bool = False) -> Any:
             kwargs[key] = default
             defaults.append(key)
     extra = {key: kwargs[key] for key in ("count", "prompt", "output", "tokens", "claim") if kwargs.get(key) is not None}
+    defaults += [key for key in ("count", "prompt", "output", "tokens") if key in kwargs and kwargs[key] is None]
     if kwargs.get("vs"):
         extra["vs"] = load_gpu(kwargs["vs"])
     if kwargs.get("link"):
@@ -236,6 +237,11 @@ count_option = click.option("--count", type=COUNT, help="Accelerators holding th
 prompt_option = click.option("--prompt", type=COUNT, help="Prompt tokens per request. Default: 2048.")
 output_option = click.option("--output", type=COUNT, help="Output tokens per request. Default: 256.")
 vs_option = click.option("--vs", required=True, help="The accelerator to compare with.")
+tokens_option = click.option("--tokens", type=COUNT, help="Tokens through the layer at once (T). Default: 1.")
+link_option = click.option("--link", help="Interconnect: 'nvlink' (the catalog's one-way figure) or a bandwidth "
+                                          "such as '50 GB/s'. Default: nvlink.")
+claim_option = click.option("--claim", "claim", required=True, type=_Quantity("token/second", "1000 token/s"),
+                            help="The claimed tokens per second per user.")
 
 _sheet_command("flops", "derive.derivations.costs.flops",
                "FLOPs per token beyond the 2N rule: weights, attention at the context, the parameters that do no "
@@ -263,6 +269,15 @@ _sheet_command("experts", "derive.derivations.moe.experts",
 _sheet_command("energy", "derive.derivations.energy.energy",
                "Energy per output token from power and the roofline throughput, at batch 1 and the largest batch.",
                tp_option, batch_option)
+_sheet_command("shard", "derive.derivations.sharding.shard",
+               "One FFN layer under tensor parallelism: FLOPs, weight, activation and all-reduce bytes, and which of "
+               "compute, HBM or network binds.", tp_option, tokens_option, link_option)
+_sheet_command("claim", "derive.derivations.claim.claim",
+               "Sanity-check a claimed tokens/s per user against the bandwidth floor, and what would make it true.",
+               tp_option, claim_option)
+_sheet_command("attention-memory", "derive.derivations.attention_memory.attention_memory",
+               "Bytes naive attention writes for the full score matrix against a tiled (FlashAttention) kernel.",
+               need_gpu=False)
 
 
 @cli.command()

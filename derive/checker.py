@@ -13,7 +13,8 @@ from derive.errors import DeriveError
 # The formula modules `derive check` imports (tests may add one).
 MODULES = [
     "formulas.memory", "formulas.flops", "formulas.roofline", "formulas.intensity", "formulas.prefill",
-    "formulas.moe", "formulas.energy", "formulas.utilisation",
+    "formulas.moe", "formulas.energy", "formulas.utilisation", "formulas.sharding", "formulas.attention_memory",
+    "formulas.claim",
 ]
 
 

@@ -3,4 +3,16 @@
 Importing this package defines (and so unit-checks) every library formula.
 """
 
-from formulas import energy, flops, intensity, memory, moe, prefill, roofline, utilisation  # noqa: F401  (defining is the point)
+from formulas import (  # noqa: F401  (defining is the point)
+    attention_memory,
+    claim,
+    energy,
+    flops,
+    intensity,
+    memory,
+    moe,
+    prefill,
+    roofline,
+    sharding,
+    utilisation,
+)

@@ -1,0 +1,107 @@
+"""`derive claim`: is a claimed tokens/s per user possible, and what would have to be true for it?"""
+
+from __future__ import annotations
+
+import sympy
+
+from derive.derivations.common import (
+    Setup,
+    accelerator,
+    decode_inputs,
+    model_notes,
+    parallelism,
+    start,
+)
+from derive.errors import DeriveError
+from derive.evaluate import evaluate
+from derive.formula import LIBRARY
+from derive.sheet import Sheet, Work
+from derive.solve import solve
+from derive.units import format_quantity
+from formulas import claim as cl
+from formulas import notation as sym
+
+_RATE = "token/second/sequence"
+
+
+def claim(setup: Setup) -> Sheet:
+    if setup.claim is None:
+        raise DeriveError("claim needs --claim", 'Pass --claim "1000 token/s"')
+    model, gpu = setup.model, setup.gpu
+    if gpu is None:
+        raise DeriveError("claim needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
+    work = start("claim", f"{format_quantity(setup.claim, 'token/second')} per user for {model.title} on "
+                 f"{gpu.title}?", setup)
+    work.sheet.inputs["claim"] = float(setup.claim)
+    decode_inputs(work, setup)
+    accelerator(work, setup)
+    n = parallelism(work, setup, gpu)
+    work.given(cl.r_claim, setup.claim, "--claim")
+    work.given(sym.B, 1, "one user")
+
+    work.heading("The bandwidth floor at batch 1")
+    work.compute(LIBRARY.get("kv_bytes"))
+    work.compute(LIBRARY.get("memory_time"))
+    floor = work.compute(LIBRARY.get("floor_tokens_per_s_per_user"), "floor_tokens_per_s_per_user")
+    verdict = "impossible as stated" if setup.claim > floor else "within the floor"
+    work.note(f"the claim is {float(setup.claim / floor):.3g} x the bandwidth floor of "
+              f"{format_quantity(floor, _RATE)}: {verdict}")
+
+    work.heading("What would have to be true")
+    bits = solve(cl.r_floor.symbol, cl.r_claim.symbol, sym.b_w, work.library)
+    needed = _positive(evaluate(bits.closed_form, work.values, work.library))
+    work.solved(bits, cl.b_w_req, needed, "" if needed else "no weight format: one sequence's cache alone is too slow")
+    if needed is not None:
+        work.compute(LIBRARY.get("required_bits_per_weight"), "required_bits_per_weight")
+    else:
+        work.result("required_bits_per_weight", cl.q_req, None, LIBRARY.get("required_bits_per_weight").expr)
+
+    passes = solve(cl.r_floor.symbol, cl.r_claim.symbol, sym.tau, work.library)
+    tau_needed = evaluate(passes.closed_form, work.values, work.library)
+    work.solved(passes, cl.tau_req, tau_needed, "from speculative decoding, with free drafts", result="required_tokens_per_pass")
+    _speculation_note(work, tau_needed)
+    _aggregate(work, setup, n)
+
+    work.note("roofline floor: peak bandwidth, ideal tensor parallelism, no communication or kernel overheads; "
+              "a real server is slower, so a claim above the floor cannot hold as stated")
+    model_notes(work, setup)
+    return work.sheet
+
+
+def _speculation_note(work: Work, tau_needed: sympy.Expr) -> None:
+    # Verifying tau tokens a pass costs tau times the weight FLOPs: past t_mem the pass is compute-bound.
+    values = {s: v for s, v in work.values.items() if s not in (sym.t_comp, sym.tau)}
+    values[sym.tau] = tau_needed
+    compute = evaluate(LIBRARY.get("compute_time").expr, values, work.library)
+    if compute > work.values[sym.t_mem]:
+        work.note(f"verifying {float(tau_needed):.3g} tokens a pass takes {format_quantity(compute, 'second')} at peak, "
+                  f"longer than the {format_quantity(work.values[sym.t_mem], 'second')} read: the pass turns "
+                  f"compute-bound, so speculation cannot reach the claim")
+
+
+def _aggregate(work: Work, setup: Setup, n: int) -> None:
+    """The claimed figure read as aggregate tokens/s: the batch at which the bandwidth-bound rate meets it."""
+    work.given(cl.R_claim, setup.claim, "--claim, read as all users together", inline=True)
+    batch = solve(cl.R_mem.symbol, cl.R_claim.symbol, sym.B, work.library)
+    at = _positive(evaluate(batch.closed_form, work.values, work.library))
+    work.solved(batch, cl.B_claim, at, "" if at else "no batch: the cache reads outgrow the weights' share")
+    if at is None:
+        return
+    values = {s: v for s, v in work.values.items() if s not in (sym.B, sym.kv_total, sym.t_mem, sym.t_comp)}
+    values[sym.B] = at
+    memory = evaluate(LIBRARY.get("memory_time").expr, dict(values), work.library)
+    compute = evaluate(LIBRARY.get("compute_time").expr, dict(values), work.library)
+    holds = evaluate(LIBRARY.get("max_batch_by_memory").expr, dict(values), work.library)
+    line = f"read as aggregate throughput, the claim needs about {float(at):.3g} users at once"
+    if compute > memory:
+        line += "; there the step is compute-bound, so it needs more"
+    if 1 <= holds < at:
+        line += f"; memory holds only {int(holds)} sequences of {setup.context:,} tokens beside the weights"
+    work.note(line)
+    if holds < 1:
+        work.note(f"the weights and one sequence do not fit in {n} x {format_quantity(setup.gpu.memory, 'byte')}: "
+                  f"the claimed hardware cannot hold the model in {setup.dtype} at all")
+
+
+def _positive(value: sympy.Expr) -> sympy.Expr | None:
+    return value if value.is_finite and value.is_real and value > 0 else None

@@ -1,0 +1,78 @@
+"""`claim`: the seed's 1,000 tokens/s per user for a 70B model on one H200, against the bandwidth floor."""
+
+from __future__ import annotations
+
+import pytest
+import sympy
+
+from derive.catalog import load_gpu, load_model
+from derive.derivations.claim import claim
+from derive.derivations.common import Setup
+from derive.errors import DeriveError
+from formulas import claim as cl
+
+CLAIM = sympy.Integer(1000)  # "A vendor claims 1,000 tokens per second per user" (issue 3, seed)
+BF16 = 2
+
+
+def _sheet(model="llama3-70b", gpu="h200", tp=1, context=2048, claimed=CLAIM):
+    return claim(Setup(load_model(model), load_gpu(gpu), tp=tp, context=context, claim=claimed))
+
+
+def _bytes_per_step(context=2048):
+    """Independently: published parameters x 2 bytes, plus one sequence's K and V for every layer."""
+    model = load_model("llama3-70b")
+    cfg = model.config
+    weights = model.published_total * BF16
+    cache = 2 * cfg.layers * cfg.kv_heads * cfg.head_dim * BF16 * context
+    return weights, cache
+
+
+def test_floor_is_far_below_the_claim():
+    bandwidth = load_gpu("h200").bandwidth  # 4.8 TB/s, datasheet
+    weights, cache = _bytes_per_step()
+    floor = _sheet().results["floor_tokens_per_s_per_user"].value
+    assert floor == bandwidth / (weights + cache)
+    # H200 datasheet: 4.8 TB/s over 141 GB of weights is about 34 token/s.
+    assert float(floor) == pytest.approx(4.8e12 / 141e9, rel=0.01)
+    assert floor < CLAIM / 25
+
+
+def test_required_bits_per_weight_gives_the_claim_back():
+    bits = _sheet().results["required_bits_per_weight"].value
+    _, cache = _bytes_per_step()
+    parameters = load_model("llama3-70b").published_total
+    rate = load_gpu("h200").bandwidth / (parameters * bits / 8 + cache)
+    assert rate == CLAIM
+    assert bits < 1  # under one bit per weight: no real format
+
+
+def test_required_tokens_per_pass_gives_the_claim_back():
+    tau = _sheet().results["required_tokens_per_pass"].value
+    weights, cache = _bytes_per_step()
+    assert tau * load_gpu("h200").bandwidth / (weights + cache) == CLAIM
+
+
+def test_aggregate_batch_gives_the_claim_back():
+    sheet = _sheet()
+    batch = sheet.values[cl.B_claim]
+    weights, cache = _bytes_per_step()
+    assert batch * load_gpu("h200").bandwidth / (weights + batch * cache) == CLAIM
+    assert any("do not fit" in note for note in sheet.notes)  # 141.1 GB of bf16 weights on a 141 GB H200
+
+
+def test_result_names():
+    assert set(_sheet().results) == {"floor_tokens_per_s_per_user", "required_bits_per_weight",
+                                     "required_tokens_per_pass"}
+
+
+def test_a_modest_claim_is_within_the_floor():
+    sheet = _sheet(model="llama3-8b", claimed=sympy.Integer(50))
+    assert sheet.results["floor_tokens_per_s_per_user"].value > 50
+    assert sheet.results["required_bits_per_weight"].value > 16
+
+
+def test_claim_is_required():
+    with pytest.raises(DeriveError, match="claim needs --claim") as info:
+        _sheet(claimed=None)
+    assert info.value.hint == 'Pass --claim "1000 token/s"'
