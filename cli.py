@@ -7,6 +7,7 @@ Every command is thin: the work is in derive/ and formulas/. Any DeriveError
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +37,12 @@ class _DeriveGroup(click.Group):
             sys.exit(2)
         except click.Abort:
             click.echo("derive: aborted", err=True)
+            sys.exit(1)
+        except Exception as exc:  # a bug, not bad input: one line, and the traceback on request
+            if os.environ.get("DERIVE_DEBUG"):
+                raise
+            click.echo(f"derive: internal error: {type(exc).__name__}: {exc}. Rerun with DERIVE_DEBUG=1 for the "
+                       "traceback, and please report it", err=True)
             sys.exit(1)
         sys.exit(code or 0)
 
@@ -340,6 +347,60 @@ def solve_command(equation: str, unknown: str, settings: tuple[str, ...], as_jso
     from derive.derivations import generic
 
     _emit(generic.solve_equation(_setup(kwargs, need_gpu=True), equation, unknown, list(settings)), as_json)
+
+
+@cli.command()
+@click.argument("question_id", required=False)
+@click.option("--list", "list_questions", is_flag=True, help="List the questions and their ids.")
+@click.option("--model", "-m", help="Model for the question (where it lets you change it).")
+@click.option("--gpu", "-g", help="Accelerator for the question (where it lets you change it).")
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+              help="Change another input the question names: --set context=8192, --set tp=4.")
+@click.option("--format", "fmt", type=click.Choice(["md", "tex", "json"]), default="md", show_default=True)
+@click.option("--out", type=click.Path(file_okay=False), help="Write ID.md, ID.tex and the figures into this folder.")
+def answer(question_id: str | None, list_questions: bool, model: str | None, gpu: str | None,
+           settings: tuple[str, ...], fmt: str, out: str | None) -> None:
+    """A worked answer to one of the 25 questions, for its defaults or your model and accelerator."""
+    from derive import answers
+    from derive.errors import DeriveError
+
+    if list_questions or not question_id:
+        for q in answers.questions().values():
+            click.echo(f"{q.id:<26} {q.source:<22} {q.title}")
+        return
+    overrides: dict[str, Any] = {"model": model, "gpu": gpu}
+    for text in settings:
+        key, sep, value = text.partition("=")
+        if not sep:
+            raise DeriveError(f"--set '{text}' is not key=value", "For example --set context=8192")
+        overrides[key.strip()] = int(value) if value.strip().isdigit() else value.strip()
+    sheet = answers.answer(question_id, overrides)
+    if out:
+        from pathlib import Path
+
+        for path in answers.write(sheet, Path(out)):
+            click.echo(str(path))
+        return
+    if fmt == "json":
+        from derive.render import answer_json
+
+        click.echo(answer_json(sheet), nl=False)
+        return
+    from derive.sheet_render import render
+
+    click.echo(render(sheet, fmt), nl=False)
+
+
+@cli.command()
+@click.option("--out", type=click.Path(file_okay=False), required=True, help="The folder for the sheets.")
+def sheets(out: str) -> None:
+    """Write every question's Markdown and LaTeX sheet, the figures and book.tex."""
+    from pathlib import Path
+
+    from derive import answers
+
+    written = answers.write_all(Path(out))
+    click.echo(f"wrote {len(written)} files to {out}")
 
 
 @cli.command()

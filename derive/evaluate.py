@@ -63,3 +63,17 @@ def depends_on(expr: sympy.Expr, unknown: Sym, library: Library = LIBRARY) -> bo
         if defining is not None and depends_on(defining.expr, unknown, library):
             return True
     return False
+
+
+def over(expr: sympy.Expr, variable: Sym, values: Mapping[Sym, sympy.Expr], library: Library = LIBRARY):  # type: ignore[no-untyped-def]
+    """`expr` as a numpy function of `variable`, every other symbol at its value.
+
+    Definitions that depend on the variable are inlined first, so a value computed
+    at one batch (the KV bytes, say) is not reused at another.
+    """
+    import numpy  # noqa: F401  (lambdify's backend)
+
+    inlined = inline(sympy.sympify(expr), variable, library)
+    others = {s: v for s, v in values.items() if s != variable}
+    fixed = {sym.symbol: resolve(sym, dict(others), library) for sym in symbols_of(inlined) if sym != variable}
+    return sympy.lambdify(variable.symbol, inlined.xreplace(fixed), "numpy")

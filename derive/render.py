@@ -162,3 +162,18 @@ def to_json(sheet: Sheet) -> str:
         }
     payload = {"command": sheet.command, "inputs": sheet.inputs, "results": results, "notes": sheet.notes}
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+
+
+def answer_json(answer: Any) -> str:
+    """An answer as JSON: the question, its inputs, the headline results and each section's results."""
+    def results_of(results: dict) -> dict:  # type: ignore[type-arg]
+        return {r.name: {"value": _json_value(r.value), "unit": base_unit_text(r.unit) if r.unit else None}
+                for r in results.values()}
+
+    payload = {
+        "question": {"id": answer.question.id, "title": answer.question.title, "source": answer.question.source},
+        "inputs": {k: answer.inputs[k] for k in answer.question.changeable if k in answer.inputs},
+        "results": results_of(answer.results),
+        "sections": {s.title: results_of(s.sheet.results) for s in answer.sections},
+    }
+    return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"

@@ -122,3 +122,42 @@ class Work:
     def result(self, name: str, sym: Sym | None, value: sympy.Expr | str | None,
                expr: sympy.Expr | None = None, unit: str = "") -> None:
         self.sheet.results[name] = Result(name, sym.unit if sym else unit, value, expr)
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A value for prose: exact, in base units; rounded only when rendered."""
+
+    value: sympy.Expr | str | None
+    unit: str = ""
+
+
+@dataclass(frozen=True)
+class Prose:
+    """Text whose numbers are computed: '{weights} of weights' with weights=Quantity(...).
+
+    kind: 'summary' (the short answer), 'text', 'takeaway' or 'caveat'.
+    """
+
+    kind: str
+    text: str
+    quantities: dict[str, Quantity] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A picture drawn from computed arrays: `draw(path_stem)` writes SVG and PNG."""
+
+    name: str
+    caption: str
+    draw: object = field(compare=False)  # Callable[[Path], None]; kept untyped for the dataclass
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled part of an answer: its own worked sheet, with prose before and after."""
+
+    title: str
+    sheet: Sheet
+    intro: tuple[Prose, ...] = ()
+    outro: tuple[Prose, ...] = ()

@@ -1,0 +1,142 @@
+"""Worked answers: a question, its inputs, and an Answer built from the library.
+
+A question module in reports/questions/ declares a Question (id, text, source,
+default inputs, which inputs a user may change) and a builder that returns an
+Answer: a short answer, sections of worked steps, figures, takeaways and caveats.
+Every number in it is computed; the prose only names where each one goes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import sympy
+
+from derive.errors import DeriveError
+from derive.sheet import Figure, Prose, Quantity, Result, Section
+
+# Inputs every question understands, with the option that sets each.
+COMMON_INPUTS = ("model", "gpu", "tp", "batch", "context", "dtype", "kv_dtype", "prompt", "output")
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    title: str  # the question as asked
+    source: str  # where it comes from (seed document and number)
+    level: str
+    kind: str  # what sort of answer: sizing, crossover, diagnosis, ...
+    defaults: Mapping[str, Any]
+    changeable: tuple[str, ...]
+    build: Callable[[Inputs], Answer] = field(compare=False, repr=False)
+
+
+@dataclass
+class Answer:
+    question: Question
+    inputs: Inputs
+    summary: Prose
+    sections: list[Section] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    takeaways: list[Prose] = field(default_factory=list)
+    caveats: list[Prose] = field(default_factory=list)
+    results: dict[str, Result] = field(default_factory=dict)
+
+    def headline(self, name: str, value: sympy.Expr | str | None, unit: str = "") -> Quantity:
+        """Record a headline result (for --format json) and return it for prose."""
+        self.results[name] = Result(name, unit, value)
+        return Quantity(value, unit)
+
+
+class Inputs(dict):  # type: ignore[type-arg]
+    """A question's inputs: its defaults, overridden by the user's options and --set."""
+
+    def setup(self, **overrides: Any):  # type: ignore[no-untyped-def]
+        """A derivations.Setup from these inputs (catalog names resolved)."""
+        from derive.catalog import load_gpu, load_model
+        from derive.derivations.common import Setup
+
+        values = {**self, **overrides}
+        fields: dict[str, Any] = {"model": load_model(values["model"])}
+        if values.get("gpu"):
+            fields["gpu"] = load_gpu(values["gpu"])
+        if values.get("vs"):
+            fields["vs"] = load_gpu(values["vs"])
+        for key in ("dtype", "kv_dtype", "context", "batch", "tp", "count", "prompt", "output", "tokens",
+                    "link", "claim", "link_name"):
+            if values.get(key) is not None:
+                fields[key] = values[key]
+        return Setup(**fields)
+
+
+@lru_cache(maxsize=1)
+def questions() -> dict[str, Question]:
+    """Every question in reports/questions/, by id, in the order of their modules."""
+    import reports.questions as package
+
+    found: dict[str, Question] = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"reports.questions.{info.name}")
+        question = getattr(module, "QUESTION", None)
+        if isinstance(question, Question):
+            found[question.id] = question
+    return found
+
+
+def question(question_id: str) -> Question:
+    bank = questions()
+    if question_id not in bank:
+        from derive.catalog import closest
+
+        raise DeriveError(f"unknown question '{question_id}'",
+                          f"{closest(question_id, bank)}Run 'derive answer --list' to see them")
+    return bank[question_id]
+
+
+def answer(question_id: str, overrides: Mapping[str, Any] | None = None) -> Answer:
+    """Build one answer; `overrides` may only touch the inputs the question lets a user change."""
+    q = question(question_id)
+    overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+    fixed = sorted(set(overrides) - set(q.changeable))
+    if fixed:
+        raise DeriveError(
+            f"question {q.id} does not take {', '.join(fixed)}",
+            f"It takes: {', '.join(q.changeable) or 'no inputs'}",
+        )
+    return q.build(Inputs({**q.defaults, **overrides}))
+
+
+def write(answer: Answer, out: Path, figures_dir: str = "figures") -> list[Path]:
+    """Write ID.md, ID.tex and the figures of one answer under `out`."""
+    from derive.sheet_render import render
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for figure in answer.figures:
+        stem = out / figures_dir / f"{answer.question.id}-{figure.name}"
+        figure.draw(stem)  # type: ignore[operator]
+        written += [stem.with_suffix(".svg"), stem.with_suffix(".png")]
+    for fmt in ("md", "tex"):
+        path = out / f"{answer.question.id}.{fmt}"
+        path.write_text(render(answer, fmt, figures_dir), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def write_all(out: Path) -> list[Path]:
+    """Every question at its defaults, and book.tex gathering them."""
+    from derive.sheet_render import render_book
+
+    answers = [answer(qid) for qid in questions()]
+    written: list[Path] = []
+    for item in answers:
+        written += write(item, out)
+    book = out / "book.tex"
+    book.write_text(render_book(answers), encoding="utf-8")
+    return written + [book]

@@ -1,0 +1,116 @@
+"""Figures for answer sheets: matplotlib (Agg), SVG and PNG with deterministic bytes.
+
+Each function takes arrays already computed from the library (lambdified
+expressions) and only draws them; axis labels carry units.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+
+def pyplot():  # type: ignore[no-untyped-def]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({
+        "svg.hashsalt": "derive",  # fixed ids: the same figure gives the same SVG bytes
+        "figure.figsize": (6.4, 4.0), "figure.dpi": 100, "font.size": 10,
+        "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
+    })
+    return plt
+
+
+def save(fig: Any, stem: Path) -> None:
+    """Write stem.svg and stem.png without timestamps or version strings."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(stem.with_suffix(".svg"), format="svg", metadata={"Date": None, "Creator": None})
+    fig.savefig(stem.with_suffix(".png"), format="png", dpi=150, metadata={"Software": None})
+    pyplot().close(fig)
+
+
+def roofline(stem: Path, peak: float, bandwidth: float, points: Sequence[tuple[str, float]], title: str) -> None:
+    """Attainable FLOP/s against intensity, with each operation placed on the roof."""
+    import numpy as np
+
+    plt = pyplot()
+    fig, ax = plt.subplots()
+    ridge = peak / bandwidth
+    lo = min([p[1] for p in points] + [ridge]) / 4
+    hi = max([p[1] for p in points] + [ridge]) * 4
+    x = np.geomspace(lo, hi, 200)
+    ax.loglog(x, np.minimum(peak, x * bandwidth) / 1e12, color="black", lw=1.5, label="roofline")
+    ax.axvline(ridge, color="grey", ls=":", lw=1)
+    ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak / 1e12), textcoords="offset points", xytext=(4, -14),
+                fontsize=8, color="grey")
+    for i, (label, intensity) in enumerate(points):
+        attained = min(peak, intensity * bandwidth) / 1e12
+        ax.plot([intensity], [attained], "o", ms=6)
+        ax.annotate(label, (intensity, attained), textcoords="offset points", xytext=(6, -12 - 10 * (i % 2)),
+                    fontsize=8)
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("attainable (TFLOP/s)")
+    ax.set_title(title, fontsize=10)
+    save(fig, stem)
+
+
+def throughput_against_batch(stem: Path, batches: Any, throughput: Any, knee: float | None, max_batch: float,
+                             ceiling: float, title: str) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots()
+    ax.plot(batches, throughput, color="C0", lw=1.5, label="roofline throughput")
+    ax.axhline(ceiling, color="C3", ls="--", lw=1, label=f"ceiling {ceiling:,.0f} token/s")
+    ax.axvline(max_batch, color="C2", ls="-.", lw=1, label=f"memory holds {max_batch:,.0f} sequences")
+    if knee is not None:
+        ax.axvline(knee, color="C1", ls=":", lw=1, label=f"knee {knee:,.0f} sequences")
+    ax.set_xlabel("batch (sequences)")
+    ax.set_ylabel("decode throughput (token/s)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    save(fig, stem)
+
+
+def bytes_against_context(stem: Path, contexts: Any, kv_bytes: Any, weight_bytes: float, crossover: float,
+                          title: str) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots()
+    ax.plot(contexts, kv_bytes / 1e9, color="C0", lw=1.5, label="KV bytes read per step")
+    ax.axhline(weight_bytes / 1e9, color="C3", ls="--", lw=1, label="weight bytes read per step")
+    ax.axvline(crossover, color="grey", ls=":", lw=1, label=f"crossover {crossover:,.0f} tokens")
+    ax.set_xlabel("context (tokens per sequence)")
+    ax.set_ylabel("bytes per decode step (GB)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    save(fig, stem)
+
+
+def experts_against_batch(stem: Path, batches: Any, touched: Any, experts: int, top_k: int, title: str) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots()
+    ax.plot(batches, touched, color="C0", lw=1.5, label="expected experts touched")
+    ax.axhline(experts, color="C3", ls="--", lw=1, label=f"all {experts} experts")
+    ax.axhline(top_k, color="C2", ls=":", lw=1, label=f"top-{top_k} (batch 1)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("tokens in the decode step (batch)")
+    ax.set_ylabel("routed experts touched per layer")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="center right")
+    save(fig, stem)
+
+
+def bars(stem: Path, labels: Sequence[str], values: Sequence[float], unit_label: str, title: str) -> None:
+    """A horizontal bar chart (a time or byte budget)."""
+    plt = pyplot()
+    fig, ax = plt.subplots()
+    positions = list(range(len(labels)))
+    ax.barh(positions, values, color="C0")
+    ax.set_yticks(positions, labels=list(labels), fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(unit_label)
+    ax.set_title(title, fontsize=10)
+    save(fig, stem)

@@ -1,0 +1,122 @@
+"""Markdown and LaTeX answer sheets: one jinja2 template each, and the filters they use.
+
+Numbers are rounded here (format_quantity) and nowhere else; the templates never
+hold a number of their own.
+"""
+
+from __future__ import annotations
+
+import string
+from functools import lru_cache
+from typing import Any
+
+import sympy
+from sympy.printing.latex import LatexPrinter
+
+from derive.render import givens_in_order, how, latex
+from derive.sheet import Compute, Figure, Given, Heading, Note, Prose, Quantity, Sheet, Solve
+from derive.symbols import Sym, lookup
+from derive.units import format_quantity
+
+_TEX_SPECIALS = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+                 "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
+                 "·": r"$\cdot$", "²": r"$^2$", "µ": r"$\mu$", "→": r"$\to$", "×": r"$\times$", "≈": r"$\approx$",
+                 "τ": r"$\tau$", "—": "---", "–": r"\textendash{}", "’": "'", "≤": r"$\le$", "≥": r"$\ge$", "∞": r"$\infty$"}
+
+
+def tex_escape(text: str) -> str:
+    # '-{}-' keeps an option's '--' from becoming an en dash.
+    return "".join(_TEX_SPECIALS.get(ch, ch) for ch in str(text)).replace("--", "-{}-")
+
+
+def quantity_text(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, str):
+        return value
+    return format_quantity(value, unit)
+
+
+def quantity_latex(value: Any, unit: str = "") -> str:
+    """'1.678 GB/sequence' as LaTeX math: 1.678\\,\\mathrm{GB/sequence}."""
+    text = quantity_text(value, unit)
+    if value is None or isinstance(value, str):
+        return rf"\text{{{tex_escape(text)}}}"
+    number, _, units = text.partition(" ")
+    mantissa, e, exponent = number.partition("e")
+    number_tex = mantissa.replace(",", "{,}")
+    if e:
+        number_tex += rf"\times 10^{{{int(exponent)}}}"
+    if not units:
+        return number_tex
+    units_tex = (units.replace(" ", r"\ ").replace("·", r"\cdot ").replace("²", "^{2}").replace("³", "^{3}")
+                 .replace("µ", r"\mu ").replace("%", r"\%"))
+    return rf"{number_tex}\,\mathrm{{{units_tex}}}"
+
+
+class _SubstitutedLatex(LatexPrinter):
+    def __init__(self, values: dict[Sym, sympy.Expr]) -> None:
+        super().__init__({"mul_symbol": "dot"})
+        self.values = values
+
+    def _print_Symbol(self, expr: sympy.Symbol, style: str = "plain") -> str:
+        sym = lookup(expr)
+        value = sym.value if sym.value is not None else self.values.get(sym)
+        if value is None:
+            return sym.latex
+        return rf"\left({quantity_latex(value, sym.unit)}\right)" if sym.unit else quantity_latex(value, "")
+
+
+def substituted_latex(expr: sympy.Expr, values: dict[Sym, sympy.Expr]) -> str:
+    return _SubstitutedLatex(values).doprint(expr)
+
+
+def prose(item: Prose, fmt: str) -> str:
+    """The prose with each {name} replaced by its rounded, formatted quantity."""
+    pieces = []
+    for literal, name, _, _ in string.Formatter().parse(item.text):
+        pieces.append(tex_escape(literal) if fmt == "tex" else literal)
+        if name is not None:
+            q = item.quantities[name]
+            pieces.append(f"${quantity_latex(q.value, q.unit)}$" if fmt == "tex" else quantity_text(q.value, q.unit))
+    return "".join(pieces)
+
+
+def sentence(text: str) -> str:
+    """First letter capitalised, the rest kept ('KV-cache bytes', not 'Kv-cache bytes')."""
+    return text[:1].upper() + text[1:]
+
+
+def step_kind(step: object) -> str:
+    return type(step).__name__.lower()
+
+
+@lru_cache(maxsize=2)
+def environment(fmt: str):  # type: ignore[no-untyped-def]
+    import jinja2
+
+    options: dict[str, Any] = dict(loader=jinja2.PackageLoader("reports", "templates"), autoescape=False,
+                                   keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
+                                   undefined=jinja2.StrictUndefined)
+    if fmt == "tex":  # LaTeX is full of braces: use delimiters it never writes
+        options.update(block_start_string="((*", block_end_string="*))", variable_start_string="(((",
+                       variable_end_string=")))", comment_start_string="((=", comment_end_string="=))")
+    env = jinja2.Environment(**options)
+    env.filters.update(
+        latex=latex, subs=substituted_latex, q=quantity_text, qtex=quantity_latex, tex=tex_escape,
+        prose=prose, kind=step_kind, how=how, sentence=sentence,
+    )
+    env.globals.update(givens=givens_in_order, lookup=lookup)
+    return env
+
+
+def render(answer: Any, fmt: str, figures_dir: str = "figures") -> str:
+    template = environment(fmt).get_template(f"sheet.{fmt}.j2")
+    return template.render(answer=answer, figures=figures_dir)
+
+
+def render_book(answers: list[Any], figures_dir: str = "figures") -> str:
+    return environment("tex").get_template("book.tex.j2").render(answers=answers, figures=figures_dir)
+
+
+__all__ = ["Compute", "Figure", "Given", "Heading", "Note", "Quantity", "Sheet", "Solve", "render", "render_book"]

@@ -1,0 +1,83 @@
+"""Seed 004, question 11: decode tokens per second against batch, and the knee."""
+
+from functools import partial
+
+import numpy as np
+
+from derive import figures
+from derive.answers import Answer, Inputs, Question
+from derive.derivations import knee
+from derive.derivations.common import model_library
+from derive.evaluate import over
+from derive.sheet import Prose, Section
+from formulas import notation as sym
+
+
+def _draw(sheet, setup, stem):  # type: ignore[no-untyped-def]
+    max_batch = float(sheet.results["max_batch_by_memory"].value)
+    knee_batch = sheet.results["knee_batch"].value
+    span = max(max_batch, float(knee_batch) if knee_batch is not None else 0) * 1.3
+    batches = np.linspace(1, span, 400)
+    throughput = over(sym.R.symbol, sym.B, sheet.values, model_library(setup.model))(batches)
+    figures.throughput_against_batch(
+        stem, batches, throughput, None if knee_batch is None else float(knee_batch), max_batch,
+        float(sheet.results["throughput_ceiling"].value),
+        f"{setup.model.title} on {sheet.inputs['tp']} x {setup.gpu.name}, {setup.context:,}-token context",
+    )
+
+
+def build(inputs: Inputs) -> Answer:
+    setup = inputs.setup()
+    sheet = knee(setup)
+    answer = Answer(QUESTION, inputs, Prose("summary", ""))
+    r = sheet.results
+    knee_q = answer.headline("knee_batch", r["knee_batch"].value, "sequence")
+    limit = answer.headline("knee_context_limit", r["knee_context_limit"].value, "token/sequence")
+    fits = answer.headline("max_batch_by_memory", r["max_batch_by_memory"].value, "sequence")
+    at_max = answer.headline("throughput_at_max_batch", r["throughput_at_max_batch"].value, "token/second")
+    ceiling = answer.headline("throughput_ceiling", r["throughput_ceiling"].value, "token/second")
+    answer.headline("first_limit", r["first_limit"].value)
+    quantities = {"knee": knee_q, "limit": limit, "fits": fits, "at_max": at_max, "ceiling": ceiling}
+    if r["knee_batch"].value is None:
+        text = ("Step time is a straight line in the batch, so throughput B/t(B) is a hyperbola rising to a ceiling "
+                "of {ceiling}. Here there is no knee: each extra sequence adds more KV reading than arithmetic, "
+                "which is true above {limit} of context. Memory caps the batch at {fits}, where throughput is {at_max}.")
+    else:
+        text = ("Step time is a straight line in the batch, so throughput B/t(B) is a hyperbola rising to a ceiling "
+                "of {ceiling}. The knee, where compute time meets memory time, is at {knee}; memory caps the batch "
+                "at {fits}, where throughput is {at_max}. A knee exists only below {limit} of context.")
+    answer.summary = Prose("summary", text, quantities)
+    answer.sections.append(Section("Step time, knee and ceiling", sheet))
+    answer.figures.append(figures_entry(sheet, setup))
+    answer.takeaways += [
+        Prose("takeaway", "The ceiling usually comes from the KV cache, not the tensor cores: per sequence, each step "
+                          "reads its whole cache, so past the weights the cache bytes set the slope of t(B)."),
+        Prose("takeaway", "Shorter contexts, a smaller KV dtype or fewer KV heads (GQA, MLA) move the knee into reach; "
+                          "more bandwidth raises every point of the curve."),
+    ]
+    answer.caveats += [
+        Prose("caveat", "Ideal tensor parallelism, peak bandwidth and FLOP/s: real steps add all-reduces and kernel "
+                        "gaps, so measured curves sit below this one and bend earlier."),
+        Prose("caveat", "Every sequence is taken at the same context; a served batch mixes lengths, and its cache "
+                        "bytes follow the mean context."),
+    ]
+    return answer
+
+
+def figures_entry(sheet, setup):  # type: ignore[no-untyped-def]
+    from derive.sheet import Figure
+
+    return Figure("throughput", "Decode throughput against batch: the roofline curve, its ceiling, the memory limit "
+                                "and the knee where one exists.", partial(_draw, sheet, setup))
+
+
+QUESTION = Question(
+    id="decode-knee",
+    title="Derive the curve of decode tokens per second against batch size, and show me where the knee is.",
+    source="Seed 004, question 11",
+    level="Senior",
+    kind="knee",
+    defaults={"model": "llama3-70b", "gpu": "h100", "dtype": "bf16", "context": 2048},
+    changeable=("model", "gpu", "dtype", "kv_dtype", "context", "tp"),
+    build=build,
+)

@@ -1,0 +1,50 @@
+"""The answer sheets: the committed set is current, every sheet compiles, and answers re-derive."""
+
+from __future__ import annotations
+
+import filecmp
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from derive import answers
+
+COMMITTED = Path(__file__).parent.parent / "reports" / "answers"
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    out = tmp_path_factory.mktemp("answers")
+    answers.write_all(out)
+    return out
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and p.suffix in {
+        ".md", ".tex", ".svg", ".png"})
+
+
+def test_committed_sheets_match_a_fresh_run(fresh):
+    assert _files(COMMITTED) == _files(fresh), "run: derive sheets --out reports/answers"
+    stale = [name for name in _files(fresh) if not filecmp.cmp(COMMITTED / name, fresh / name, shallow=False)]
+    assert not stale, f"stale sheets {stale}: run 'derive sheets --out reports/answers' and commit"
+
+
+def test_every_question_has_a_short_answer_and_numbers():
+    for qid in answers.questions():
+        answer = answers.answer(qid)
+        assert answer.summary.text and answer.summary.quantities, qid
+        assert answer.sections and all(s.sheet.steps for s in answer.sections), qid
+        assert answer.results, qid
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed (.ci/run installs it)")
+def test_every_sheet_and_the_book_compile(fresh, tmp_path):
+    shutil.copytree(fresh, tmp_path / "tex")
+    for tex in sorted((tmp_path / "tex").glob("*.tex")):
+        result = subprocess.run(["pdflatex", "-halt-on-error", "-interaction=nonstopmode", tex.name],
+                                cwd=tex.parent, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, f"{tex.name}:\n" + result.stdout[-2000:]
+        assert tex.with_suffix(".pdf").exists()
