@@ -307,6 +307,51 @@ def utilisation(step_time: Any, recompute: float, as_json: bool, **kwargs: Any) 
     _emit(build(_setup(kwargs, need_gpu=True), step_time, sympy.Rational(str(recompute))), as_json)
 
 
+@cli.group()
+def simulate() -> None:
+    """Discrete-event simulations driven by the step-time model."""
+
+
+@simulate.command(name="batching")
+@model_options
+@gpu_options
+@workload_options
+@tp_option
+@click.option("--prompt", type=COUNT, default=128, show_default=True, help="Prompt tokens per request.")
+@click.option("--requests", type=COUNT, default=200, show_default=True, help="Requests to serve.")
+@click.option("--seats", type=COUNT, default=8, show_default=True, help="Most requests decoded at once.")
+@click.option("--replies", default="8:256", show_default=True, help="Reply lengths, uniform: MIN:MAX tokens.")
+@click.option("--arrivals", type=click.Choice(["poisson", "all"]), default="poisson", show_default=True)
+@click.option("--rate", type=_Quantity("1/second", "10 /s"), help="Poisson arrival rate. Default: --load of capacity.")
+@click.option("--load", type=click.FloatRange(0.01, 10), default=0.8, show_default=True,
+              help="Offered load as a fraction of what continuous batching serves (when --rate is not given).")
+@click.option("--max-wait", type=_Quantity("second", "50 ms"), help="Dynamic batching's cap on waiting. Default: 50 ms.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed: runs are reproducible.")
+@click.option("--figure", type=click.Path(dir_okay=False), help="Write a seat timeline to this .svg (and .png).")
+@json_option
+def simulate_batching(as_json: bool, requests: int, seats: int, replies: str, arrivals: str, rate: Any, load: float,
+                      max_wait: Any, seed: int, figure: str | None, **kwargs: Any) -> None:
+    """Static, dynamic and continuous batching: throughput, time to first token, latency."""
+    from derive.derivations.batching import Traffic, batching
+    from derive.errors import DeriveError
+
+    low, sep, high = replies.partition(":")
+    if not (sep and low.isdigit() and high.isdigit() and 1 <= int(low) <= int(high)):
+        raise DeriveError(f"--replies '{replies}' is not MIN:MAX", "For example --replies 8:256")
+    traffic = Traffic(requests=requests, seats=seats, shortest=int(low), longest=int(high),
+                      rate=float(rate) if rate is not None else None, load=load, all_at_once=arrivals == "all",
+                      max_wait=float(max_wait) if max_wait is not None else 0.05, seed=seed)
+    sheet, outcomes = batching(_setup(kwargs, need_gpu=True), traffic)
+    if figure:
+        from pathlib import Path
+
+        from derive import figures
+
+        figures.seat_timeline(Path(figure).with_suffix(""), {p: o.timeline for p, o in outcomes.items()}, seats,
+                              f"{sheet.inputs['model']} on {sheet.inputs['gpu']}: busy seats")
+    _emit(sheet, as_json)
+
+
 @cli.command()
 @json_option
 def formulas(as_json: bool) -> None:

@@ -114,3 +114,22 @@ def bars(stem: Path, labels: Sequence[str], values: Sequence[float], unit_label:
     ax.set_xlabel(unit_label)
     ax.set_title(title, fontsize=10)
     save(fig, stem)
+
+
+def seat_timeline(stem: Path, timelines: dict[str, Any], seats: int, title: str, horizon: float | None = None) -> None:
+    """Busy seats against time, one panel per policy (a step function), over the first `horizon` seconds."""
+    plt = pyplot()
+    fig, axes = plt.subplots(len(timelines), 1, sharex=True, figsize=(6.4, 1.6 * len(timelines) + 0.8))
+    end = max((points[-1][0] for points in timelines.values() if points), default=1.0)
+    horizon = horizon or end / 4
+    for i, (ax, (policy, points)) in enumerate(zip(axes, timelines.items())):
+        shown = [(t, b) for t, b in points if t <= horizon]
+        if shown:
+            times, busy = zip(*shown)
+            ax.fill_between(times, busy, step="post", color=f"C{i}", alpha=0.6, lw=0)
+        ax.axhline(seats, color="grey", ls=":", lw=1)
+        ax.set_ylim(0, seats * 1.1)
+        ax.set_ylabel(f"{policy}\nbusy seats", fontsize=8)
+    axes[-1].set_xlabel("time (s)")
+    axes[0].set_title(title, fontsize=10)
+    save(fig, stem)

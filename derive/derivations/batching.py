@@ -1,0 +1,94 @@
+"""`derive simulate batching`: the three batching policies on the library's step-time model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from derive.derivations.common import Setup, accelerator, decode_inputs, parallelism, start
+from derive.evaluate import over
+from derive.formula import LIBRARY
+from derive.sheet import Sheet
+from derive.simulate import POLICIES, Outcome, StepTimes, simulate, workload
+from derive.units import format_quantity
+from formulas import notation as sym
+from formulas import prefill as pf
+
+
+@dataclass(frozen=True)
+class Traffic:
+    requests: int = 200
+    seats: int = 8
+    shortest: int = 8
+    longest: int = 256
+    rate: float | None = None  # requests per second; None: chosen from `load`
+    load: float = 0.8  # offered load as a fraction of what continuous batching can serve
+    all_at_once: bool = False
+    max_wait: float = 0.05  # seconds, for the dynamic policy
+    seed: int = 0
+
+
+def step_times(setup: Setup, traffic: Traffic) -> tuple[Sheet, StepTimes]:
+    """Decode and prefill durations for 1..seats sequences, from the roofline at the mean context."""
+    work = start("simulate batching", f"Batching policies for {setup.model.title}", setup)
+    decode_inputs(work, setup)
+    gpu = accelerator(work, setup)
+    mean_reply = sympy.Rational(traffic.shortest + traffic.longest, 2)
+    # Decode steps see the prompt plus, on average, half the reply.
+    work.values[sym.S] = sympy.Integer(setup.prompt) + mean_reply / 2
+    work.values.pop(sym.kv_seq)
+    work.compute(LIBRARY.get("kv_bytes_per_sequence"))
+    parallelism(work, setup, gpu)
+    work.given(pf.S_p, setup.prompt, "--prompt")
+    for eta in (pf.eta_bw, pf.eta_f):
+        work.given(eta, 1, "a floor")
+    work.given(sym.B, traffic.seats, "--seats: the step times below are tabulated for 1 to this many")
+    for name in ("kv_bytes", "memory_time", "compute_time", "step_time", "prefill_memory_time",
+                 "prefill_compute_time", "ttft"):
+        work.compute(LIBRARY.get(name))
+    decode = over(sym.t_step.symbol, sym.B, work.values, work.library)
+    prefill = over(pf.ttft.symbol, sym.B, work.values, work.library)
+    table = StepTimes([0.0] + [float(decode(b)) for b in range(1, traffic.seats + 1)],
+                      [0.0] + [float(prefill(b)) for b in range(1, traffic.seats + 1)])
+    return work.sheet, table
+
+
+def offered_rate(traffic: Traffic, times: StepTimes) -> float:
+    """Requests per second at `load` times what full seats of continuous batching serve."""
+    mean_reply = (traffic.shortest + traffic.longest) / 2
+    per_request = mean_reply * times.decode[traffic.seats] / traffic.seats + times.prefill[1]
+    return traffic.load / per_request
+
+
+def batching(setup: Setup, traffic: Traffic) -> tuple[Sheet, dict[str, Outcome]]:
+    sheet, times = step_times(setup, traffic)
+    rate = None if traffic.all_at_once else (traffic.rate or offered_rate(traffic, times))
+    requests = workload(traffic.requests, traffic.shortest, traffic.longest, traffic.seed, rate)
+    outcomes = {p: simulate(p, requests, times, traffic.seats, traffic.max_wait, record_timeline=True)
+                for p in POLICIES}
+    sheet.inputs.update({"requests": traffic.requests, "seats": traffic.seats, "replies": [traffic.shortest,
+                         traffic.longest], "arrivals": "all at once" if rate is None else f"poisson {rate:.4g}/s",
+                         "seed": traffic.seed, "max_wait_s": traffic.max_wait})
+    for policy, outcome in outcomes.items():
+        summary = outcome.summary()
+        sheet.results[f"{policy}_throughput"] = _result(f"{policy}_throughput", summary["throughput"], "token/second")
+        for key in ("ttft_p50", "ttft_p99", "latency_p50"):
+            sheet.results[f"{policy}_{key}"] = _result(f"{policy}_{key}", summary[key], "second")
+    sheet.notes.append(
+        f"{traffic.requests} requests, replies uniform from {traffic.shortest} to {traffic.longest} tokens, "
+        f"{traffic.seats} seats, arrivals " + ("all at once" if rate is None else
+                                             f"Poisson at {rate:.3g} per second ({traffic.load:.0%} of continuous capacity)")
+        + f", seed {traffic.seed}")
+    sheet.notes.append(
+        "step times from the roofline above (a floor); static and dynamic batches are padded until their longest "
+        "reply ends, continuous batching refills a seat at the next step")
+    best = max(outcomes.values(), key=lambda o: o.throughput)
+    sheet.notes.append(f"highest throughput: {best.policy} ({format_quantity(sympy.Float(best.throughput), 'token/second')})")
+    return sheet, outcomes
+
+
+def _result(name: str, value: float, unit: str):  # type: ignore[no-untyped-def]
+    from derive.sheet import Result
+
+    return Result(name, unit, sympy.Float(value, 6))
