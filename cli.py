@@ -307,6 +307,28 @@ def utilisation(step_time: Any, recompute: float, as_json: bool, **kwargs: Any) 
     _emit(build(_setup(kwargs, need_gpu=True), step_time, sympy.Rational(str(recompute))), as_json)
 
 
+@cli.command()
+@click.option("--quick", is_flag=True, help="Small sizes and two layers: a few seconds (for tests).")
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the result as JSON to this file.")
+@click.option("--figure", type=click.Path(dir_okay=False), help="Write the roofline to this .svg (and .png).")
+@json_option
+def measure(quick: bool, out: str | None, figure: str | None, as_json: bool) -> None:
+    """Measure this machine's copy and matmul ceilings, then GPT-2's decode and prefill against them."""
+    import json as json_module
+    from pathlib import Path
+
+    from derive import measure as measuring
+
+    plan = measuring.Plan.quick() if quick else measuring.Plan()
+    result = measuring.run(plan, progress=lambda text: click.echo(f"  ... {text}", err=True))
+    payload = json_module.dumps(result.as_dict(), indent=2) + "\n"
+    if out:
+        Path(out).write_text(payload, encoding="utf-8")
+    if figure:
+        measuring.draw(result, Path(figure).with_suffix(""))
+    click.echo(payload if as_json else measuring.report(result), nl=False)
+
+
 @cli.group()
 def simulate() -> None:
     """Discrete-event simulations driven by the step-time model."""

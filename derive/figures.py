@@ -133,3 +133,24 @@ def seat_timeline(stem: Path, timelines: dict[str, Any], seats: int, title: str,
     axes[-1].set_xlabel("time (s)")
     axes[0].set_title(title, fontsize=10)
     save(fig, stem)
+
+
+def measured_roofline(stem: Path, peak: float, bandwidth: float, points: Sequence[tuple[str, float, float]],
+                      title: str) -> None:
+    """The roofline of measured ceilings, with each phase at (intensity, achieved FLOP/s)."""
+    import numpy as np
+
+    plt = pyplot()
+    fig, ax = plt.subplots()
+    ridge = peak / bandwidth
+    intensities = [p[1] for p in points] + [ridge]
+    x = np.geomspace(min(intensities) / 4, max(intensities) * 4, 200)
+    ax.loglog(x, np.minimum(peak, x * bandwidth) / 1e9, color="black", lw=1.5, label="measured roofline")
+    ax.axvline(ridge, color="grey", ls=":", lw=1)
+    for i, (label, intensity, achieved) in enumerate(points):
+        ax.plot([intensity], [achieved / 1e9], "o", ms=6, color=f"C{i}", label=label)
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("FLOP/s achieved (GFLOP/s)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8, loc="upper left")
+    save(fig, stem)
