@@ -14,7 +14,8 @@ from derive.errors import DeriveError
 MODULES = [
     "formulas.memory", "formulas.flops", "formulas.roofline", "formulas.intensity", "formulas.prefill",
     "formulas.moe", "formulas.energy", "formulas.utilisation", "formulas.sharding", "formulas.attention_memory",
-    "formulas.claim",
+    "formulas.claim", "formulas.decode_overheads", "formulas.fusion", "formulas.launch", "formulas.ratios",
+    "formulas.roofline_points", "formulas.static_batching", "formulas.step_budget", "formulas.training",
 ]
 
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import sympy
 
 from derive.derivations.common import Setup, accelerator, decode_inputs, model_notes, parallelism, start
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
 from derive.formula import LIBRARY
-from derive.sheet import Sheet, Work
+from derive.sheet import Given, Sheet, Work
 from derive.solve import solve
 from derive.units import format_quantity
 from formulas import flops as fl
@@ -127,12 +129,12 @@ def predict(setup: Setup) -> Sheet:
     model = setup.model
     work = start("predict", f"TTFT and TPOT of {model.title}: {setup.prompt:,} prompt, {setup.output:,} output tokens",
                  setup)
-    decode_inputs(work, setup)
-    gpu = accelerator(work, setup)
     # Decode steps see the prompt plus, on average, half the output.
-    work.values[sym.S] = sympy.Integer(setup.prompt) + sympy.Rational(setup.output, 2)
-    work.values.pop(sym.kv_seq)
-    work.compute(LIBRARY.get("kv_bytes_per_sequence"))
+    mean_context = sympy.Integer(setup.prompt) + sympy.Rational(setup.output, 2)
+    decode_inputs(work, replace(setup, context=mean_context))  # type: ignore[arg-type]
+    work.sheet.steps = [Given(s.sym, s.value, "the mean context: prompt plus half the output")
+                        if isinstance(s, Given) and s.sym == sym.S else s for s in work.sheet.steps]
+    gpu = accelerator(work, setup)
     parallelism(work, setup, gpu)
     work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
     work.given(pf.S_p, setup.prompt, "--prompt")

@@ -1,0 +1,94 @@
+"""Seed 000, question 3: why a batch of 8 costs far less than 8 decode steps, and why it cannot grow forever."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from derive.answers import Answer, Inputs, Question
+from derive.derivations import knee
+from derive.derivations.common import Setup, start
+from derive.derivations.energy import at_batch, decode_roofline, max_batch
+from derive.formula import LIBRARY
+from derive.sheet import Prose, Quantity, Section, Sheet
+from formulas import notation as sym
+from reports.questions.decode_knee import figures_entry
+
+
+def step_at(setup: Setup, batch: int) -> Sheet:
+    """The roofline decode step at `batch`, with the memory ceiling checked first."""
+    work = start("decode step", f"A decode step of {setup.model.title} at batch {batch}", setup)
+    weights, one_sequence = decode_roofline(work, setup)
+    max_batch(work, replace(setup, batch=batch), weights, one_sequence)
+    at_batch(work, batch, "the batch")
+    work.compute(LIBRARY.get("throughput"))
+    work.compute(LIBRARY.get("floor_tokens_per_s_per_user"))
+    for name in ("step_time", "throughput", "kv_bytes", "max_batch_by_memory", "floor_tokens_per_s_per_user"):
+        f = LIBRARY.get(name)
+        work.result(name, f.defines, work.values[f.defines], f.expr)
+    return work.sheet
+
+
+def build(inputs: Inputs) -> Answer:
+    setup = inputs.setup()
+    small, big = int(inputs["batch"]), int(inputs["large_batch"])
+    one, many = step_at(setup, small), step_at(setup, big)
+    curve = knee(setup)
+    answer = Answer(QUESTION, inputs, Prose("summary", ""))
+    a, b = one.results, many.results
+    t1, t8 = a["step_time"].value, b["step_time"].value
+    q = {
+        "b1": Quantity(small, "sequence"), "b8": Quantity(big, "sequence"),
+        "t1": answer.headline("step_time_small", t1, "second"),
+        "t8": answer.headline("step_time_large", t8, "second"),
+        "r1": answer.headline("throughput_small", a["throughput"].value, "token/second"),
+        "r8": answer.headline("throughput_large", b["throughput"].value, "token/second"),
+        "gain": answer.headline("throughput_gain", b["throughput"].value / a["throughput"].value),
+        "slow": answer.headline("per_user_slowdown", t8 / t1),
+        "separate": Quantity(big * t1 / t8),
+        "kv": answer.headline("kv_bytes_per_sequence", many.values[sym.kv_seq], "byte/sequence"),
+        "fits": answer.headline("max_batch_by_memory", b["max_batch_by_memory"].value, "sequence"),
+        "ceiling": answer.headline("throughput_ceiling", curve.results["throughput_ceiling"].value, "token/second"),
+        "weights": Quantity(many.values[sym.W], "byte"),
+    }
+    answer.summary = Prose(
+        "summary",
+        "Each step reads the weights ({weights}) once and uses them for every sequence; only each sequence's KV "
+        "cache ({kv}) is extra. So a step of {b8} takes {t8} against {t1} for {b1}, and throughput rises from {r1} "
+        "to {r8}, {gain} times. The batch cannot grow forever: each step gets longer, so every user waits {slow} "
+        "times as long per token, throughput flattens towards {ceiling}, and memory holds caches for only {fits}.",
+        q,
+    )
+    answer.sections += [
+        Section(f"Batch {small}", one),
+        Section(f"Batch {big}", many,
+                outro=(Prose("text", "Decoding the {b8} one at a time would take that many steps of {t1}; the batched "
+                                     "step does the same work {separate} times faster.", q),)),
+        Section("Throughput against batch", curve),
+    ]
+    answer.figures.append(figures_entry(curve, setup))
+    answer.takeaways += [
+        Prose("takeaway", "While the step is bandwidth-bound, batching is nearly free: the weight read is "
+                          "shared, and only the KV bytes grow with the batch."),
+        Prose("takeaway", "The limits are the per-user slowdown ({slow} at {b8}), the ceiling the KV reads set, "
+                          "and memory for the caches ({fits}).", q),
+    ]
+    answer.caveats += [
+        Prose("caveat", "Roofline floors at peak bandwidth and FLOP/s: measured steps are slower, and small "
+                        "models on fast GPUs are dominated by launch overhead instead (see framework-to-gpu)."),
+        Prose("caveat", "Every sequence at the same context; a real batch mixes lengths and its KV bytes follow "
+                        "the mean."),
+    ]
+    return answer
+
+
+QUESTION = Question(
+    id="batching-decode",
+    title="Why does decoding a batch of 8 cost far less than 8 separate decode steps, and why can't the batch "
+          "grow forever?",
+    source="Seed 000, question 3",
+    level="Mid-level",
+    kind="knee",
+    defaults={"model": "llama3-8b", "gpu": "h100", "dtype": "bf16", "context": 2048, "batch": 1, "large_batch": 8},
+    changeable=("model", "gpu", "dtype", "kv_dtype", "context", "tp", "batch", "large_batch"),
+    build=build,
+)

@@ -1,0 +1,95 @@
+"""Seed 000, question 9: training GPUs waiting on data: how fast the input pipeline must be, and what a stall costs."""
+
+from __future__ import annotations
+
+from derive.answers import Answer, Inputs, Question
+from derive.derivations.common import aggregates, start
+from derive.formula import LIBRARY
+from derive.sheet import Prose, Quantity, Section
+from formulas import notation as sym
+from formulas import training as tr
+from reports.questions.decode_bandwidth_bound import value_of
+
+
+def build(inputs: Inputs) -> Answer:
+    setup = inputs.setup()
+    assert setup.gpu is not None
+    work = start("data pipeline", f"Feeding the training of {setup.model.title} on {inputs['gpus']} x {setup.gpu.name}",
+                 setup)
+    aggregates(work, setup)
+    peak, note = setup.gpu.peak(setup.dtype)
+    work.given(sym.P, peak, note)
+    work.given(tr.n_gpu, value_of(inputs, "gpus"), "accelerators in the run")
+    work.given(tr.u_tr, value_of(inputs, "mfu"), "assumed: a typical large-run MFU")
+    work.heading("What training consumes")
+    work.compute(LIBRARY.get("training_flops_per_token"), "training_flops_per_token")
+    work.compute(LIBRARY.get("training_token_rate"), "training_token_rate")
+    work.given(tr.b_tok, value_of(inputs, "bytes_per_token", "byte/token"),
+               "assumed: raw UTF-8 text, about four bytes per token")
+    work.compute(LIBRARY.get("loader_input_bandwidth"), "input_bandwidth")
+    work.given(tr.r_core, value_of(inputs, "tokenizer_rate", "token/second"), "assumed: one fast-tokeniser worker")
+    work.compute(LIBRARY.get("tokenizer_workers_needed"), "tokenizer_workers_needed")
+    work.heading("One global batch, loaded without prefetching")
+    work.given(tr.G_tok, value_of(inputs, "batch_tokens", "token"), "tokens per optimiser step")
+    work.compute(LIBRARY.get("training_step_time"), "training_step_time")
+    work.compute(LIBRARY.get("batch_input_bytes"), "batch_input_bytes")
+    work.given(tr.BW_io, value_of(inputs, "storage_bandwidth", "byte/second"), "assumed: shared file system read rate")
+    work.given(tr.w_ld, value_of(inputs, "loader_workers"), "assumed: loader processes tokenising online")
+    work.compute(LIBRARY.get("batch_load_time"), "batch_load_time")
+    work.compute(LIBRARY.get("loader_idle_fraction"), "idle_fraction")
+    sheet = work.sheet
+    r = sheet.results
+    answer = Answer(QUESTION, inputs, Prose("summary", ""))
+    q = {
+        "rate": answer.headline("training_token_rate", r["training_token_rate"].value, "token/second"),
+        "bytes": answer.headline("input_bandwidth", r["input_bandwidth"].value, "byte/second"),
+        "workers": answer.headline("tokenizer_workers_needed", r["tokenizer_workers_needed"].value),
+        "step": answer.headline("training_step_time", r["training_step_time"].value, "second"),
+        "load": answer.headline("batch_load_time", r["batch_load_time"].value, "second"),
+        "idle": answer.headline("idle_fraction", r["idle_fraction"].value),
+        "idle_pct": Quantity(100 * r["idle_fraction"].value),
+        "gpus": Quantity(inputs["gpus"]), "gpu": Quantity(setup.gpu.name), "model": Quantity(setup.model.title),
+        "mfu_pct": Quantity(100 * sheet.values[tr.u_tr]),
+    }
+    answer.summary = Prose(
+        "summary",
+        "First prove it: the profiler shows each step waiting on the next batch and utilisation dips in a sawtooth; "
+        "repeating one cached batch makes throughput jump. At 6N FLOPs per token and an assumed {mfu_pct} % MFU, "
+        "{gpus} x {gpu} training {model} consume {rate}, so the loader must read {bytes} and, tokenising online, "
+        "keep {workers} tokeniser workers busy; a global batch loaded unprefetched takes {load} against a {step} "
+        "step, leaving the GPUs idle {idle_pct} % of the time. Tokenise, filter and dedupe offline into large "
+        "packed shards, then stream them with parallel workers, prefetching and pinned memory.",
+        q,
+    )
+    answer.sections.append(Section("Tokens, bytes and workers the run needs", sheet))
+    answer.takeaways += [
+        Prose("takeaway", "Pre-tokenised, packed shards cut both terms of the load time: fewer bytes per token "
+                          "and no tokenising on the hot path; prefetching then hides what is left behind the step, "
+                          "as long as the load ({load}) is shorter than the step ({step}).", q),
+        Prose("takeaway", "Shuffle by shard order plus a buffer, and make the loader resumable from a saved "
+                          "position, so a restart neither repeats nor skips data."),
+    ]
+    answer.caveats += [
+        Prose("caveat", "MFU, bytes per token, tokeniser rate, storage bandwidth and loader workers are assumptions "
+                        "(--set mfu=, bytes_per_token=, tokenizer_rate=, storage_bandwidth=, loader_workers=); the "
+                        "idle share assumes loading and computing never overlap, the worst case."),
+        Prose("caveat", "6N counts the weight matmuls only; attention over long sequences adds FLOPs per token, "
+                        "which lowers the token rate the loader must match."),
+    ]
+    return answer
+
+
+QUESTION = Question(
+    id="data-pipeline",
+    title="Your training GPUs sit partly idle waiting for data. How do you confirm that, and how would you design "
+          "a data-preparation pipeline that keeps them fed?",
+    source="Seed 000, question 9",
+    level="Senior",
+    kind="diagnosis",
+    defaults={"model": "llama3-8b", "gpu": "h100", "dtype": "bf16", "gpus": 64, "mfu": "0.4",
+              "bytes_per_token": "4 byte/token", "tokenizer_rate": "100000 token/second",
+              "batch_tokens": "4194304 token", "storage_bandwidth": "5 GB/s", "loader_workers": 8},
+    changeable=("model", "gpu", "dtype", "gpus", "mfu", "bytes_per_token", "tokenizer_rate", "batch_tokens",
+                "storage_bandwidth", "loader_workers"),
+    build=build,
+)

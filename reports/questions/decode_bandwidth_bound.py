@@ -1,0 +1,172 @@
+"""Seed 000, question 1: compute-bound against bandwidth-bound work, and why decode is bandwidth-bound.
+
+Also the shared pieces of the roofline answers (questions 1, 2 and 10): reading an assumption
+input, the peak FLOP/s for the weight dtype, a decode-step sheet and a sheet placing one pass of
+the weights (T tokens through them) on the roofline.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import sympy
+
+from derive import figures
+from derive.answers import Answer, Inputs, Question
+from derive.catalog import dtype_bytes
+from derive.derivations.common import Setup, decode_inputs, start
+from derive.formula import LIBRARY
+from derive.sheet import Figure, Prose, Quantity, Section, Sheet
+from derive.units import parse_quantity
+from formulas import notation as sym
+from formulas import roofline_points  # noqa: F401  (defines attainable_flops)
+from formulas import utilisation as u
+
+
+def value_of(inputs: Inputs, key: str, unit: str = "") -> sympy.Expr:
+    """An input as an exact number in base units: '5 us' for a quantity, 0.4 or '0.4' for a pure number."""
+    raw: Any = inputs[key]
+    if unit:
+        return parse_quantity(str(raw), unit, f"--set {key}=")
+    return sympy.Rational(str(raw))
+
+
+def peak(setup: Setup, inputs: Inputs) -> tuple[sympy.Expr, str]:
+    """Peak FLOP/s: --set peak_flops=..., the catalog figure for the dtype, else the bf16 tensor-core peak."""
+    if inputs.get("peak_flops"):
+        return value_of(inputs, "peak_flops", "FLOP/second"), "--set peak_flops"
+    assert setup.gpu is not None
+    if setup.dtype in setup.gpu.flops:
+        return setup.gpu.peak(setup.dtype)
+    value, _ = setup.gpu.peak("bf16")
+    return value, f"assumed: the bf16 tensor-core peak; the catalog has no {setup.dtype} figure"
+
+
+def decode_step(setup: Setup, inputs: Inputs, title: str) -> Sheet:
+    """One decode step at setup.batch on one accelerator: bytes, FLOPs, intensity, ridge and floor times."""
+    work = start("decode step", title, setup)
+    decode_inputs(work, setup)
+    work.given(sym.B, setup.batch, "sequences in the step")
+    work.given(sym.n, 1, "one accelerator")
+    work.heading("Bytes and FLOPs of one step")
+    work.compute(LIBRARY.get("kv_bytes"), "kv_bytes")
+    work.compute(LIBRARY.get("step_bytes_per_gpu"), "step_bytes")
+    work.compute(LIBRARY.get("step_flops"), "step_flops")
+    work.compute(LIBRARY.get("gemm_intensity"), "gemm_intensity")
+    work.heading("The accelerator's two roofs")
+    assert setup.gpu is not None
+    work.given(sym.BW, setup.gpu.bandwidth, "datasheet")
+    value, note = peak(setup, inputs)
+    work.given(sym.P, value, note)
+    work.compute(LIBRARY.get("ridge_intensity"), "ridge_intensity")
+    work.compute(LIBRARY.get("memory_time"), "memory_time")
+    work.compute(LIBRARY.get("compute_time"), "compute_time")
+    work.compute(LIBRARY.get("step_time"), "step_time")
+    return work.sheet
+
+
+def placement(setup: Setup, inputs: Inputs, tokens: int, title: str) -> Sheet:
+    """`tokens` tokens through the weights in one pass: the weight GEMMs' intensity and attainable FLOP/s."""
+    work = start("roofline point", title, setup)
+    work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
+    work.given(sym.B, 1 if tokens > 1 else setup.batch, "sequences in the pass")
+    work.given(sym.tau, tokens if tokens > 1 else 1, "tokens each sequence puts through the weights in the pass")
+    work.compute(LIBRARY.get("gemm_intensity"), "gemm_intensity")
+    assert setup.gpu is not None
+    work.given(sym.BW, setup.gpu.bandwidth, "datasheet")
+    value, note = peak(setup, inputs)
+    work.given(sym.P, value, note)
+    work.compute(LIBRARY.get("ridge_intensity"), "ridge_intensity")
+    work.compute(LIBRARY.get("attainable_flops"), "attainable_flops")
+    return work.sheet
+
+
+def draw_roofline(peak_value: sympy.Expr, bandwidth: sympy.Expr, points: list[tuple[str, sympy.Expr]],
+                  title: str, stem) -> None:  # type: ignore[no-untyped-def]
+    figures.roofline(stem, float(peak_value), float(bandwidth), [(label, float(i)) for label, i in points], title)
+
+
+def roofline_figure(setup: Setup, sheets: list[tuple[str, Sheet]], caption: str,
+                    extra: list[tuple[str, sympy.Expr]] = ()) -> Figure:  # type: ignore[assignment]
+    """The roofline of the first sheet's P and BW, with each sheet's weight GEMM (and any extra point) placed."""
+    first = sheets[0][1]
+    points = [(label, (s.results.get("gemm_intensity") or s.results["mlp_intensity"]).value) for label, s in sheets]
+    points += list(extra)
+    assert setup.gpu is not None
+    title = f"{setup.model.title} ({setup.dtype}) on {setup.gpu.name}"
+    return Figure("roofline", caption, partial(draw_roofline, first.values[sym.P], first.values[sym.BW], points, title))
+
+
+def build(inputs: Inputs) -> Answer:
+    setup = inputs.setup(batch=1)
+    step = decode_step(setup, inputs, f"A batch-1 decode step of {setup.model.title} in {setup.dtype}")
+    batched = placement(setup.__class__(**{**setup.__dict__, "batch": inputs["batch"]}), inputs, 1,
+                        f"Decode at batch {inputs['batch']}")
+    prefill = placement(setup, inputs, inputs["prompt"], f"Prefill of a {inputs['prompt']:,}-token prompt")
+    answer = Answer(QUESTION, inputs, Prose("summary", ""))
+    r = step.results
+    weights = answer.headline("weight_bytes", step.values[sym.W], "byte")
+    step_bytes = answer.headline("step_bytes", r["step_bytes"].value, "byte")
+    intensity = answer.headline("decode_intensity", r["gemm_intensity"].value, "FLOP/byte")
+    ridge = answer.headline("ridge_intensity", r["ridge_intensity"].value, "FLOP/byte")
+    floor = answer.headline("decode_step_time", r["step_time"].value, "second")
+    batched_i = answer.headline("batched_intensity", batched.results["gemm_intensity"].value, "FLOP/byte")
+    prefill_i = answer.headline("prefill_intensity", prefill.results["gemm_intensity"].value, "FLOP/byte")
+    assert setup.gpu is not None
+    q = {"weights": weights, "step_bytes": step_bytes, "intensity": intensity, "ridge": ridge, "floor": floor,
+         "batched": batched_i, "prefill": prefill_i, "b": Quantity(inputs["batch"], "sequence"),
+         "prompt": Quantity(inputs["prompt"], "token"), "gpu": Quantity(setup.gpu.name),
+         "intensity_n": Quantity(r["gemm_intensity"].value)}
+    answer.summary = Prose(
+        "summary",
+        "Compute-bound work is limited by arithmetic, bandwidth-bound work by how fast bytes arrive from memory; "
+        "arithmetic intensity (FLOPs per byte read) against the accelerator's ridge decides which. Decode is "
+        "bandwidth-bound: each step reads every weight ({weights} for this model) to make one token per sequence, "
+        "so at batch 1 the weight matmuls do {intensity_n} FLOPs per byte, far below the {gpu} ridge of {ridge}. Batching "
+        "({batched} at {b}) and prefill ({prefill} for {prompt}) reuse the same read.",
+        q,
+    )
+    answer.sections += [
+        Section("One decode step: bytes, FLOPs and intensity", step,
+                intro=(Prose("text", "A decode step reads the weights and the sequence's KV cache once and does two "
+                                     "FLOPs (one multiply-accumulate) per weight for the one new token."),),
+                outro=(Prose("text", "The step reads {step_bytes}; at the datasheet bandwidth that takes at least "
+                                     "{floor}, and the arithmetic would take far less.", q),)),
+        Section(f"Decode at batch {inputs['batch']}", batched,
+                intro=(Prose("text", "The same weight read now serves every sequence of the batch; only the KV "
+                                     "caches grow with it."),)),
+        Section(f"Prefill of {inputs['prompt']:,} tokens", prefill,
+                intro=(Prose("text", "Prefill pushes every prompt token through the weights in one pass, so one "
+                                     "read serves all of them."),)),
+    ]
+    answer.figures.append(roofline_figure(setup, [(f"decode, batch 1", step), (f"decode, batch {inputs['batch']}", batched),
+                                                  (f"prefill, {inputs['prompt']:,} tokens", prefill)],
+                                          "Roofline of the accelerator with the weight matmuls of decode (batch 1 "
+                                          "and batched) and of prefill placed at their intensities."))
+    answer.takeaways += [
+        Prose("takeaway", "Operations per byte decides the limit: left of the ridge {ridge} the chip waits on "
+                          "memory, right of it on arithmetic.", q),
+        Prose("takeaway", "For decode, more bandwidth or fewer bytes (a smaller dtype, a shorter cache) helps; "
+                          "more FLOP/s does not."),
+    ]
+    answer.caveats += [
+        Prose("caveat", "Intensity here counts only the weight matmuls; attention's KV reads have their own "
+                        "intensity, which batching does not raise, and activations add bytes at long prompts."),
+        Prose("caveat", "Peak figures: real kernels reach a fraction of the datasheet bandwidth and FLOP/s, which "
+                        "moves both roofs down but not the conclusion."),
+    ]
+    return answer
+
+
+QUESTION = Question(
+    id="decode-bandwidth-bound",
+    title="What's the difference between compute-bound and memory bandwidth-bound work, and which one is decode?",
+    source="Seed 000, question 1",
+    level="Junior",
+    kind="explanation",
+    defaults={"model": "gpt2", "gpu": "h100", "dtype": "fp32", "kv_dtype": "fp32", "context": 128, "batch": 8,
+              "prompt": 960},
+    changeable=("model", "gpu", "dtype", "kv_dtype", "context", "batch", "prompt", "peak_flops"),
+    build=build,
+)

@@ -1,0 +1,85 @@
+"""Seed 004, question 12: joules per output token from power and throughput, and what moves it most."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from derive import figures
+from derive.answers import Answer, Inputs, Question
+from derive.derivations.common import model_library
+from derive.derivations.energy import energy
+from derive.evaluate import over
+from derive.sheet import Figure, Prose, Quantity, Section
+from formulas import energy as ef
+from formulas import notation as sym
+
+
+def _draw(sheet, setup, stem):  # type: ignore[no-untyped-def]
+    largest = float(sheet.values[sym.B_max])
+    batches = np.linspace(1, largest, 300)
+    per_token = over(ef.e_tok.symbol, sym.B, sheet.values, model_library(setup.model))(batches)
+    plt = figures.pyplot()
+    fig, ax = plt.subplots()
+    ax.plot(batches, per_token, color="C0", lw=1.5, label="energy per output token")
+    ax.axvline(largest, color="C2", ls="-.", lw=1, label="memory holds this batch")
+    ax.set_yscale("log")
+    ax.set_xlabel("batch (sequences)")
+    ax.set_ylabel("energy per output token (J/token)")
+    ax.set_title(f"{setup.model.title} on {sheet.inputs['tp']} x {setup.gpu.name} at the TDP", fontsize=10)
+    ax.legend(fontsize=8)
+    figures.save(fig, stem)
+
+
+def build(inputs: Inputs) -> Answer:
+    setup = inputs.setup()
+    sheet = energy(setup)
+    r, v = sheet.results, sheet.values
+    answer = Answer(QUESTION, inputs, Prose("summary", ""))
+    q = {
+        "one": answer.headline("joules_per_token_batch1", r["joules_per_token_batch1"].value, "joule/token"),
+        "full": answer.headline("joules_per_token_max_batch", r["joules_per_token_max_batch"].value, "joule/token"),
+        "ratio": answer.headline("batch1_over_max_batch", r["batch1_over_max_batch"].value),
+        "largest": answer.headline("max_batch_by_memory", v[sym.B_max], "sequence"),
+        "power": Quantity(v[ef.P_acc], "watt"),
+        "n": Quantity(v[sym.n]),
+        "context": Quantity(setup.context, "token/sequence"),
+    }
+    answer.summary = Prose(
+        "summary",
+        "Joules per token is power over throughput. {n} accelerators at their {power} TDP decoding one sequence "
+        "spend {one}; filled to the {largest} that memory holds at {context}, {full}. The numerator is "
+        "pinned under the datasheet cap, so the denominator, the batch that shares each step's weight reads, "
+        "moves the result by {ratio} times.",
+        q,
+    )
+    answer.sections.append(Section("Power over throughput", sheet))
+    answer.figures.append(Figure("energy", "Energy per output token against batch, at the TDP: the step's power is "
+                                           "fixed and its tokens grow with the batch.", partial(_draw, sheet, setup)))
+    answer.takeaways += [
+        Prose("takeaway", "Power can only fall below the TDP, so it moves the figure by less than the cap allows; the "
+                          "batch moves it by {ratio} times. Cheap tokens come from full batches.", q),
+        Prose("takeaway", "Anything that lets more sequences share a step cuts joules per token: more memory per "
+                          "model (a higher --tp), a shorter context, an 8-bit KV cache."),
+    ]
+    answer.caveats += [
+        Prose("caveat", "The TDP is an upper bound on the accelerators' draw; a memory-bound step draws less. Host, "
+                        "network and cooling (PUE) are not counted."),
+        Prose("caveat", "Step times are roofline floors: a real server is slower, and spends more per token in "
+                        "proportion."),
+    ]
+    return answer
+
+
+QUESTION = Question(
+    id="energy-per-token",
+    title="Estimate the energy per output token for a 70B model on H100s from power and throughput. "
+          "What moves the number most?",
+    source="Seed 004, question 12",
+    level="Senior",
+    kind="estimate",
+    defaults={"model": "llama3-70b", "gpu": "h100", "dtype": "bf16", "tp": 2, "context": 1024, "batch": 1},
+    changeable=("model", "gpu", "dtype", "kv_dtype", "tp", "context", "batch"),
+    build=build,
+)

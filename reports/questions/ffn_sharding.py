@@ -1,0 +1,81 @@
+"""Seed 000, question 6: an FFN layer's FLOPs, bytes and all-reduce under tensor parallelism; which limit binds."""
+
+from __future__ import annotations
+
+from derive.answers import Answer, Inputs, Question
+from derive.derivations.sharding import shard
+from derive.sheet import Prose, Quantity, Section
+from formulas import notation as sym
+from reports.questions.decode_bandwidth_bound import value_of
+
+_WORDS = {"compute": "compute", "hbm": "HBM", "network": "the network"}
+
+
+def build(inputs: Inputs) -> Answer:
+    slow = value_of(inputs, "slow_link", "byte/second")
+    cases = [
+        ("decode", "nvlink", inputs.setup(tokens=inputs["tokens"])),
+        ("prefill", "nvlink", inputs.setup(tokens=inputs["prefill_tokens"])),
+        ("decode", "slow", inputs.setup(tokens=inputs["tokens"], link=slow, link_name="(assumed inter-node link)")),
+        ("prefill", "slow", inputs.setup(tokens=inputs["prefill_tokens"], link=slow,
+                                          link_name="(assumed inter-node link)")),
+    ]
+    answer = Answer(QUESTION, inputs, Prose("summary", ""))
+    q: dict[str, Quantity] = {"slow": Quantity(slow, "byte/second")}
+    for phase, link, setup in cases:
+        sheet = shard(setup)
+        r = sheet.results
+        key = f"{phase}_{link}"
+        answer.headline(f"{key}_binding", r["binding"].value)
+        q[f"{key}_binding"] = Quantity(_WORDS[str(r["binding"].value)])
+        for t in ("t_compute", "t_hbm", "t_network"):
+            q[f"{key}_{t}"] = answer.headline(f"{key}_{t}", r[t].value, "second")
+        link_words = "the GPUs' own link" if link == "nvlink" else "an assumed slow inter-node link"
+        answer.sections.append(Section(
+            f"{phase.capitalize()}, {setup.tokens:,} tokens, over {link_words}", sheet,
+            outro=(Prose("text", "What binds: {b} (compute {c}, HBM {h}, network {n}).",
+                         {"b": q[f"{key}_binding"], "c": q[f"{key}_t_compute"], "h": q[f"{key}_t_hbm"],
+                          "n": q[f"{key}_t_network"]}),)))
+        if phase == "decode" and link == "nvlink":
+            q["n"] = Quantity(sheet.values[sym.n])
+            q["gpu"] = Quantity(setup.gpu.name if setup.gpu else "")
+            q["weights"] = Quantity(r["weight_bytes"].value, "byte")
+    q["decode_tokens"] = Quantity(inputs["tokens"], "token")
+    q["prefill_tokens"] = Quantity(inputs["prefill_tokens"], "token")
+    answer.summary = Prose(
+        "summary",
+        "Write the three costs down and compare times: the largest binds. On {n} x {gpu}, a decode step of "
+        "{decode_tokens} through one FFN layer ({weights} of weights) takes {decode_nvlink_t_hbm} to read from HBM "
+        "against {decode_nvlink_t_compute} of arithmetic, so {decode_nvlink_binding} binds; a prefill chunk of "
+        "{prefill_tokens} needs {prefill_nvlink_t_compute} of arithmetic, and {prefill_nvlink_binding} binds over "
+        "the GPUs' own link ({prefill_nvlink_t_network} of all-reduce). Over a slow inter-node link of {slow} "
+        "the same all-reduce takes {prefill_slow_t_network}, and {prefill_slow_binding} binds.",
+        q,
+    )
+    answer.takeaways += [
+        Prose("takeaway", "With few tokens the layer's intensity is roughly T FLOPs per byte of weights, far below "
+                          "the ridge: HBM binds. Many tokens make it compute-bound."),
+        Prose("takeaway", "Sharding divides compute and weights by n but not the all-reduce of T x d values, so "
+                          "over slow links the network binds: keep tensor parallelism inside a node."),
+    ]
+    answer.caveats += [
+        Prose("caveat", "Peak figures and no overlap: real layers overlap the all-reduce with the matmuls in part, "
+                        "and an all-reduce of a few kB is bound by latency, not bandwidth."),
+        Prose("caveat", "The slow link is an assumption (assumed: one inter-node NIC per GPU, set with --set "
+                        "slow_link); the decode case's network time is a floor for the same reason."),
+    ]
+    return answer
+
+
+QUESTION = Question(
+    id="ffn-sharding",
+    title="Estimate an FFN layer's FLOPs, parameter and activation bytes, and the communication from sharding it. "
+          "Which limit binds: compute, HBM or network?",
+    source="Seed 000, question 6",
+    level="Senior",
+    kind="estimate",
+    defaults={"model": "llama3-70b", "gpu": "h100", "dtype": "bf16", "tp": 8, "tokens": 8, "prefill_tokens": 4096,
+              "slow_link": "50 GB/s"},
+    changeable=("model", "gpu", "dtype", "tp", "tokens", "prefill_tokens", "slow_link"),
+    build=build,
+)

@@ -1,0 +1,95 @@
+"""Seed 000, question 8: from framework code to kernels on the GPU, with the launch overhead counted."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from derive import figures
+from derive.answers import Answer, Inputs, Question
+from derive.derivations.common import start
+from derive.formula import LIBRARY
+from derive.sheet import Figure, Prose, Quantity, Section
+from formulas import fusion as fu
+from formulas import launch as la
+from formulas import notation as sym
+from reports.questions.decode_bandwidth_bound import decode_step, value_of
+
+
+def _draw(labels, values, title, stem):  # type: ignore[no-untyped-def]
+    figures.bars(stem, labels, [float(v) * 1e6 for v in values], "time per decode step (µs)", title)
+
+
+def build(inputs: Inputs) -> Answer:
+    setup = inputs.setup()
+    step = decode_step(setup, inputs, f"The GPU's work in one decode step of {setup.model.title}")
+    floor = step.results["step_time"].value
+    work = start("launches", f"Launching one decode step of {setup.model.title}: eager against a CUDA graph", setup)
+    work.given(la.k_l, value_of(inputs, "kernels_per_layer"),
+               "assumed: norms, projections, rotary, attention, activation, residual adds")
+    work.given(fu.t_l, value_of(inputs, "launch_overhead", "second"), "assumed: eager dispatch and launch, per kernel")
+    work.given(la.t_node, value_of(inputs, "graph_node_overhead", "second"), "assumed: per kernel inside a graph")
+    work.given(sym.t_step, floor, "the roofline floor, from the decode step below")
+    for name in ("kernels_per_step", "eager_launch_time", "graph_launch_time", "eager_step_time", "graph_step_time",
+                 "graph_saving"):
+        work.compute(LIBRARY.get(name), name)
+    sheet = work.sheet
+    r = sheet.results
+    answer = Answer(QUESTION, inputs, Prose("summary", ""))
+    eager, graph = r["eager_step_time"].value, r["graph_step_time"].value
+    q = {
+        "kernels": answer.headline("kernels_per_step", r["kernels_per_step"].value),
+        "launch": answer.headline("eager_launch_time", r["eager_launch_time"].value, "second"),
+        "floor": answer.headline("decode_step_floor", floor, "second"),
+        "eager": answer.headline("eager_step_time", eager, "second"),
+        "graph": answer.headline("graph_step_time", graph, "second"),
+        "saved": answer.headline("graph_saving", r["graph_saving"].value, "second"),
+        "speedup": Quantity(eager / graph),
+        "model": Quantity(setup.model.title), "gpu": Quantity(setup.gpu.name if setup.gpu else ""),
+    }
+    bound = "launch-bound" if r["eager_launch_time"].value > floor else "still GPU-bound"
+    answer.summary = Prose(
+        "summary",
+        "In eager PyTorch each op dispatches to a kernel (often cuBLAS or cuDNN) that the CPU launches "
+        "asynchronously on a CUDA stream; the GPU runs it as thread blocks across its SMs, reading HBM. A decode "
+        "step of {model} launches {kernels} kernels, {launch} of CPU time, against a roofline floor of {floor} on "
+        f"the {{gpu}}: the step is {bound} ({{eager}}). A CUDA graph replays the step from one launch and brings it "
+        "to {graph}, saving {saved}; torch.compile also fuses the small ops into fewer Triton kernels.",
+        q,
+    )
+    answer.sections += [
+        Section("Launch time per step, eager and graphed", sheet),
+        Section("The GPU's own work: the roofline floor", step),
+    ]
+    labels = ["GPU work (roofline floor)", "eager launches (CPU)", "CUDA graph launch"]
+    values = [floor, r["eager_launch_time"].value, r["graph_launch_time"].value]
+    answer.figures.append(Figure("launches", "One decode step: the GPU's roofline work against the CPU time to "
+                                             "launch its kernels eagerly and as a CUDA graph.",
+                                 partial(_draw, labels, values, f"{setup.model.title} on {q['gpu'].value}")))
+    answer.takeaways += [
+        Prose("takeaway", "Small ops end up launch- or memory-bound; large matmuls are compute-bound on tensor "
+                          "cores. The smaller the model and the faster the GPU, the more launches dominate."),
+        Prose("takeaway", "CUDA graphs remove per-kernel CPU cost ({speedup} times faster here); fusion removes "
+                          "kernels altogether (see compiler-fusion).", q),
+    ]
+    answer.caveats += [
+        Prose("caveat", "Kernels per layer, launch overhead and the per-node gap are assumptions (--set "
+                        "kernels_per_layer=, launch_overhead=, graph_node_overhead=); profile the step (Nsight "
+                        "Systems) to read them off the timeline."),
+        Prose("caveat", "Launches and GPU work are taken as perfectly overlapped: the step is the longer of the "
+                        "two. Synchronisations (a .item() call, sampling on the CPU) break the overlap and add both."),
+    ]
+    return answer
+
+
+QUESTION = Question(
+    id="framework-to-gpu",
+    title="Walk me through how a model goes from framework code to running on a GPU.",
+    source="Seed 000, question 8",
+    level="Mid-level",
+    kind="explanation",
+    defaults={"model": "gpt2", "gpu": "h100", "dtype": "bf16", "context": 1024, "batch": 1,
+              "kernels_per_layer": 15, "launch_overhead": "5 us", "graph_node_overhead": "1 us"},
+    changeable=("model", "gpu", "dtype", "context", "batch", "kernels_per_layer", "launch_overhead",
+                "graph_node_overhead"),
+    build=build,
+)

@@ -1,0 +1,109 @@
+"""Seed 000, question 2: showing on a machine that decode is bandwidth-bound and prefill compute-bound."""
+
+from __future__ import annotations
+
+from derive.answers import Answer, Inputs, Question
+from derive.derivations.common import Setup, decode_inputs, start
+from derive.formula import LIBRARY
+from derive.sheet import Prose, Quantity, Section, Sheet
+from formulas import notation as sym
+from formulas import prefill as pf
+from reports.questions.decode_bandwidth_bound import decode_step, peak, placement, roofline_figure
+
+
+def prefill_pass(setup: Setup, inputs: Inputs) -> Sheet:
+    """The prompt pass on one accelerator: the time to read the weights against the time for its FLOPs."""
+    work = start("prefill", f"Prefill of a {setup.prompt:,}-token prompt of {setup.model.title}", setup)
+    decode_inputs(work, setup)
+    assert setup.gpu is not None
+    work.given(sym.BW, setup.gpu.bandwidth, "datasheet: the copy ceiling until measured")
+    value, note = peak(setup, inputs)
+    work.given(sym.P, value, f"{note}: the matmul ceiling until measured")
+    work.given(sym.B, 1, "one prompt")
+    work.given(sym.n, 1, "one accelerator")
+    work.given(pf.S_p, setup.prompt, "prompt tokens")
+    for eta in (pf.eta_bw, pf.eta_f):
+        work.given(eta, 1, "the ceilings themselves")
+    work.compute(LIBRARY.get("prefill_memory_time"), "prefill_memory_time")
+    work.compute(LIBRARY.get("prefill_compute_time"), "prefill_compute_time")
+    work.compute(LIBRARY.get("ttft"), "prefill_time")
+    return work.sheet
+
+
+def build(inputs: Inputs) -> Answer:
+    setup = inputs.setup(batch=1)
+    step = decode_step(setup, inputs, f"A batch-1 decode step of {setup.model.title} in {setup.dtype}")
+    prompt_pass = prefill_pass(setup, inputs)
+    prefill_point = placement(setup, inputs, setup.prompt, f"Prefill of {setup.prompt:,} tokens on the roofline")
+    answer = Answer(QUESTION, inputs, Prose("summary", ""))
+    r, p = step.results, prompt_pass.results
+    assert setup.gpu is not None
+    q = {
+        "bandwidth": Quantity(step.values[sym.BW], "byte/second"),
+        "peak": Quantity(step.values[sym.P], "FLOP/second"),
+        "step_bytes": answer.headline("decode_step_bytes", r["step_bytes"].value, "byte"),
+        "decode_time": answer.headline("decode_step_time", r["memory_time"].value, "second"),
+        "decode_i": answer.headline("decode_intensity", r["gemm_intensity"].value, "FLOP/byte"),
+        "decode_i_n": Quantity(r["gemm_intensity"].value),
+        "ridge": answer.headline("ridge_intensity", r["ridge_intensity"].value, "FLOP/byte"),
+        "prefill_i": answer.headline("prefill_intensity", prefill_point.results["gemm_intensity"].value, "FLOP/byte"),
+        "prefill_mem": answer.headline("prefill_memory_time", p["prefill_memory_time"].value, "second"),
+        "prefill_comp": answer.headline("prefill_compute_time", p["prefill_compute_time"].value, "second"),
+        "prompt": Quantity(setup.prompt, "token"),
+        "gpu": Quantity(setup.gpu.name),
+    }
+    answer.summary = Prose(
+        "summary",
+        "Measure the machine's two ceilings, a large memory copy (bytes per second) and a large matrix multiply "
+        "(FLOP/s), then time each phase and place it on the roofline. Here the datasheet ceilings of the {gpu} "
+        "({bandwidth}, {peak}) stand in: a batch-1 decode step must move {step_bytes}, at least {decode_time}, at "
+        "{decode_i_n} FLOPs per byte, far left of the ridge at {ridge}; a prefill of {prompt} sits at {prefill_i}, "
+        + ("right of it, where its FLOPs ({prefill_comp}) outlast its reads ({prefill_mem})."
+           if p["prefill_compute_time"].value > p["prefill_memory_time"].value else
+           "yet its reads ({prefill_mem}) still outlast its FLOPs ({prefill_comp}): a longer prompt is needed."),
+        q,
+    )
+    answer.sections += [
+        Section("The two ceilings and the decode step", step,
+                intro=(Prose("text", "The copy ceiling is the bandwidth BW, the matmul ceiling the peak P; their ratio "
+                                     "is the ridge. Measured on the machine (a large memcpy, a large GEMM), they "
+                                     "replace the datasheet figures below; the measuring command comes later."),),
+                outro=(Prose("text", "To show decode is bandwidth-bound: time a decode step, divide {step_bytes} by "
+                                     "it, and compare the achieved bytes per second with the copy ceiling; it should "
+                                     "be a large fraction of it, while the FLOP/s achieved is a tiny fraction of P.",
+                             q),)),
+        Section("The prefill pass", prompt_pass,
+                intro=(Prose("text", "To show prefill is compute-bound: time the prompt pass and divide its FLOPs by "
+                                     "the time; it should approach the matmul ceiling, while its bytes per second "
+                                     "stay well below the copy ceiling."),)),
+        Section("Prefill on the roofline", prefill_point),
+    ]
+    answer.figures.append(roofline_figure(
+        setup, [("decode, batch 1", step), (f"prefill, {setup.prompt:,} tokens", prefill_point)],
+        "The roofline from the two ceilings, with a batch-1 decode step and the prefill pass placed at their "
+        "intensities."))
+    answer.takeaways += [
+        Prose("takeaway", "For decode, more bandwidth or fewer bytes helps; more FLOP/s does not. For prefill, "
+                          "the reverse."),
+        Prose("takeaway", "A measured point below its roof says how much is lost to overheads, not which roof "
+                          "binds: the side of the ridge decides that."),
+    ]
+    answer.caveats += [
+        Prose("caveat", "Datasheet ceilings are upper bounds: a copy benchmark typically reaches less than the "
+                        "datasheet bandwidth, and a GEMM less than peak, so measured ceilings move the ridge."),
+        Prose("caveat", "Short prompts sit near the ridge: with few tokens prefill reads about as long as it "
+                        "computes, and launch overheads can hide both."),
+    ]
+    return answer
+
+
+QUESTION = Question(
+    id="roofline-decode-prefill",
+    title="How would you show, on a given machine, that decode is bandwidth-bound and prefill compute-bound?",
+    source="Seed 000, question 2",
+    level="Mid-level",
+    kind="measurement",
+    defaults={"model": "gpt2", "gpu": "h100", "dtype": "fp32", "kv_dtype": "fp32", "context": 128, "prompt": 960},
+    changeable=("model", "gpu", "dtype", "kv_dtype", "context", "prompt", "peak_flops"),
+    build=build,
+)
