@@ -99,24 +99,37 @@ def parse_quantity(text: str, expected: str, option: str = "") -> sympy.Rational
 
 
 def format_quantity(value: object, unit_text: str, digits: int = 4) -> str:
-    """A value in base units printed with a readable prefix: 1.68e9 byte -> '1.68 GB'."""
+    """A value in base units printed readably: 1.68e9 byte -> '1.68 GB', 5.85e11 parameter -> '585.3 billion parameters'."""
     exact = sympy.sympify(value)
     number = float(exact)
-    if not _prefixable(unit_text) and exact.is_integer:
-        return f"{int(exact):,} {_plural(unit_text, exact)}".strip().replace(" 1/", " per ")
     if not unit_text:
         return _format_number(number, digits)
     reg = registry()
     quantity = reg.Quantity(number, unit(unit_text))
-    if _prefixable(unit_text) and number != 0 and not (unit_text == "second" and abs(number) >= 1):
+    # Prefixes for bytes, FLOPs, joules and watts above 1, and for seconds below 1 (ms, µs): never 'mFLOP/B'.
+    leading = _leading(unit_text)
+    if _prefixable(unit_text) and number != 0 and (abs(number) >= 1) != (leading == "second"):
         quantity = quantity.to_compact()
-    magnitude = _format_number(float(quantity.magnitude), digits)
     units = _plural(format(quantity.units, "~P"), number)
     if units.startswith("1/"):
         units = "per " + units[2:]
-    if units == "s" and abs(number) >= 1:
-        return f"{magnitude} s"
-    return f"{magnitude} {units}"
+    if not _prefixable(unit_text):
+        return f"{_format_count(number, exact.is_integer, digits)} {units}"
+    return f"{_format_number(float(quantity.magnitude), digits)} {units}"
+
+
+def _format_count(number: float, whole: bool, digits: int) -> str:
+    """Counts: exact with separators when whole and below a trillion, else in words ('585.3 billion')."""
+    if whole and abs(number) < 1e12:
+        return f"{int(number):,}"
+    for scale, word in ((1e12, "trillion"), (1e9, "billion"), (1e6, "million")):
+        if abs(number) >= scale:
+            return f"{_format_number(number / scale, digits)} {word}"
+    return _format_number(number, digits)
+
+
+def _leading(unit_text: str) -> str:
+    return unit_text.split("/")[0].split("*")[0].strip()
 
 
 _COUNTED = ("sequence", "token", "parameter")
@@ -133,8 +146,7 @@ def _plural(units: str, number: object) -> str:
 def _prefixable(unit_text: str) -> bool:
     # Counts of sequences, tokens and parameters read better without prefixes
     # ('148 sequence', not '148 sequence'), bytes, FLOPs and rates with them.
-    leading = unit_text.split("/")[0].split("*")[0].strip()
-    return leading in {"byte", "FLOP", "joule", "second", "watt", "B", "s", "J", "W"}
+    return _leading(unit_text) in {"byte", "FLOP", "joule", "second", "watt", "B", "s", "J", "W"}
 
 
 def _format_number(number: float, digits: int) -> str:

@@ -89,7 +89,7 @@ def aggregates(work: Work, setup: Setup) -> None:
     """The model's totals as givens: the knee needs N and N_mm, not their breakdown."""
     library = work.library
     for target in (sym.N, sym.N_mm):
-        work.given(target, evaluate(target.symbol, dict(setup.model.formulas.shapes), library), "config (derive params)")
+        work.given(target, evaluate(target.symbol, dict(setup.model.formulas.shapes), library), "from the config: derive params")
 
 
 def default_tp(setup: Setup, weights: sympy.Expr, one_sequence: sympy.Expr, memory: sympy.Expr) -> int:

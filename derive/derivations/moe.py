@@ -23,7 +23,7 @@ def experts(setup: Setup) -> Sheet:
     work = start("experts", f"Experts one decode step of {model.title} reads at batch {setup.batch:,}", setup)
     shapes = dict(model.formulas.shapes)
     for total in (sym.N, sym.N_routed, sym.N_act):
-        work.given(total, evaluate(total.symbol, dict(shapes), work.library), "config (derive params)")
+        work.given(total, evaluate(total.symbol, dict(shapes), work.library), "from the config: derive params")
     work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
     work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
     work.given(sym.tau, 1, "no speculative decoding")
