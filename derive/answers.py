@@ -9,6 +9,7 @@ Every number in it is computed; the prose only names where each one goes.
 from __future__ import annotations
 
 import importlib
+import re
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -86,7 +87,12 @@ def questions() -> dict[str, Question]:
         question = getattr(module, "QUESTION", None)
         if isinstance(question, Question):
             found[question.id] = question
-    return found
+    return dict(sorted(found.items(), key=lambda item: _seed_order(item[1].source)))
+
+
+def _seed_order(source: str) -> tuple[int, ...]:
+    """'Seed 004, question 11' sorts as (4, 11): the book follows the seed documents."""
+    return tuple(int(n) for n in re.findall(r"\d+", source)) or (999,)
 
 
 def question(question_id: str) -> Question:
