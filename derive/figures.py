@@ -46,8 +46,9 @@ def roofline(stem: Path, peak: float, bandwidth: float, points: Sequence[tuple[s
     x = np.geomspace(lo, hi, 200)
     ax.loglog(x, np.minimum(peak, x * bandwidth) / 1e12, color="black", lw=1.5, label="roofline")
     ax.axvline(ridge, color="grey", ls=":", lw=1)
-    ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak / 1e12), textcoords="offset points", xytext=(4, -14),
-                fontsize=8, color="grey")
+    # The ridge label stands low beside its line, clear of the points on the roof.
+    ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, lo * bandwidth / 1e12), textcoords="offset points",
+                xytext=(4, 4), fontsize=8, color="grey", rotation=90)
     for i, (label, intensity) in enumerate(points):
         attained = min(peak, intensity * bandwidth) / 1e12
         ax.plot([intensity], [attained], "o", ms=6)
