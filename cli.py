@@ -349,10 +349,12 @@ def simulate() -> None:
               help="Offered load as a fraction of what continuous batching serves (when --rate is not given).")
 @click.option("--max-wait", type=_Quantity("second", "50 ms"), help="Dynamic batching's cap on waiting. Default: 50 ms.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed: runs are reproducible.")
+@click.option("--measured", type=click.Path(exists=True, dir_okay=False),
+              help="Drive the steps by a 'derive measure --out' result instead of the roofline.")
 @click.option("--figure", type=click.Path(dir_okay=False), help="Write a seat timeline to this .svg (and .png).")
 @json_option
 def simulate_batching(as_json: bool, requests: int, seats: int, replies: str, arrivals: str, rate: Any, load: float,
-                      max_wait: Any, seed: int, figure: str | None, **kwargs: Any) -> None:
+                      max_wait: Any, seed: int, measured: str | None, figure: str | None, **kwargs: Any) -> None:
     """Static, dynamic and continuous batching: throughput, time to first token, latency."""
     from derive.derivations.batching import Traffic, batching
     from derive.errors import DeriveError
@@ -363,7 +365,18 @@ def simulate_batching(as_json: bool, requests: int, seats: int, replies: str, ar
     traffic = Traffic(requests=requests, seats=seats, shortest=int(low), longest=int(high),
                       rate=float(rate) if rate is not None else None, load=load, all_at_once=arrivals == "all",
                       max_wait=float(max_wait) if max_wait is not None else 0.05, seed=seed)
-    sheet, outcomes = batching(_setup(kwargs, need_gpu=True), traffic)
+    measurement = None
+    if measured:
+        import json as json_module
+        from pathlib import Path
+
+        try:
+            measurement = json_module.loads(Path(measured).read_text(encoding="utf-8"))
+            measurement["phases"], measurement["machine"]  # noqa: B018  (the keys the simulation reads)
+        except (ValueError, KeyError, TypeError):
+            raise DeriveError(f"'{measured}' is not a 'derive measure --out' result",
+                              "Write one with: derive measure --out FILE.json") from None
+    sheet, outcomes = batching(_setup(kwargs, need_gpu=True), traffic, measurement)
     if figure:
         from pathlib import Path
 
@@ -425,8 +438,10 @@ def solve_command(equation: str, unknown: str, settings: tuple[str, ...], as_jso
               help="Change another input the question names: --set context=8192, --set tp=4.")
 @click.option("--format", "fmt", type=click.Choice(["md", "tex", "json"]), default="md", show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), help="Write ID.md, ID.tex and the figures into this folder.")
+@click.option("--measure", is_flag=True, help="Measure this machine live instead of reading the recorded result "
+                                              "(for the questions that quote a measurement).")
 def answer(question_id: str | None, list_questions: bool, model: str | None, gpu: str | None,
-           settings: tuple[str, ...], fmt: str, out: str | None) -> None:
+           settings: tuple[str, ...], fmt: str, out: str | None, measure: bool) -> None:
     """A worked answer to one of the 25 questions, for its defaults or your model and accelerator."""
     from derive import answers
     from derive.errors import DeriveError
@@ -435,7 +450,7 @@ def answer(question_id: str | None, list_questions: bool, model: str | None, gpu
         for q in answers.questions().values():
             click.echo(f"{q.id:<26} {q.source:<22} {q.title}")
         return
-    overrides: dict[str, Any] = {"model": model, "gpu": gpu}
+    overrides: dict[str, Any] = {"model": model, "gpu": gpu, "measure": True if measure else None}
     for text in settings:
         key, sep, value = text.partition("=")
         if not sep:

@@ -54,6 +54,18 @@ def step_times(setup: Setup, traffic: Traffic) -> tuple[Sheet, StepTimes]:
     return work.sheet, table
 
 
+def measured_step_times(measurement: dict, traffic: Traffic, prompt: int) -> StepTimes:  # type: ignore[type-arg]
+    """Step times from a `derive measure` result: decode linear in the batch between the two measured batches,
+    prefill linear in prompt tokens from the measured prefill (both stated as assumptions in the notes)."""
+    decodes = sorted((p["batch"], p["seconds"]) for p in measurement["phases"] if p["name"].startswith("decode"))
+    (b1, t1), (b2, t2) = decodes[0], decodes[-1]
+    slope = (t2 - t1) / (b2 - b1)
+    prefill = next(p for p in measurement["phases"] if p["name"].startswith("prefill"))
+    per_token = prefill["seconds"] / prefill["tokens"]
+    return StepTimes([0.0] + [t1 + slope * (b - b1) for b in range(1, traffic.seats + 1)],
+                     [0.0] + [per_token * prompt * k for k in range(1, traffic.seats + 1)])
+
+
 def offered_rate(traffic: Traffic, times: StepTimes) -> float:
     """Requests per second at `load` times what full seats of continuous batching serve."""
     mean_reply = (traffic.shortest + traffic.longest) / 2
@@ -61,8 +73,17 @@ def offered_rate(traffic: Traffic, times: StepTimes) -> float:
     return traffic.load / per_request
 
 
-def batching(setup: Setup, traffic: Traffic) -> tuple[Sheet, dict[str, Outcome]]:
+def batching(setup: Setup, traffic: Traffic, measurement: dict | None = None) -> tuple[Sheet, dict[str, Outcome]]:  # type: ignore[type-arg]
+    """Simulate the three policies; step times from the roofline, or from a recorded `derive measure` run."""
     sheet, times = step_times(setup, traffic)
+    if measurement is not None:
+        times = measured_step_times(measurement, traffic, setup.prompt)
+        machine = measurement["machine"]
+        sheet.notes.append(
+            f"step times measured on {machine['cpu']} ({machine['cores']} cores) for {measurement['plan']['model']}: "
+            "decode taken as linear in the batch between the measured batches, prefill as linear in prompt tokens; "
+            "the roofline above is shown for comparison")
+        sheet.inputs["step_times"] = f"measured on {machine['cpu']}"
     rate = None if traffic.all_at_once else (traffic.rate or offered_rate(traffic, times))
     requests = workload(traffic.requests, traffic.shortest, traffic.longest, traffic.seed, rate)
     outcomes = {p: simulate(p, requests, times, traffic.seats, traffic.max_wait, record_timeline=True)
@@ -81,8 +102,9 @@ def batching(setup: Setup, traffic: Traffic) -> tuple[Sheet, dict[str, Outcome]]
                                              f"Poisson at {rate:.3g} per second ({traffic.load:.0%} of continuous capacity)")
         + f", seed {traffic.seed}")
     sheet.notes.append(
-        "step times from the roofline above (a floor); static and dynamic batches are padded until their longest "
-        "reply ends, continuous batching refills a seat at the next step")
+        ("step times measured (above)" if measurement is not None else "step times from the roofline above (a floor)")
+        + "; static and dynamic batches are padded until their longest reply ends, continuous batching refills a "
+          "seat at the next step")
     best = max(outcomes.values(), key=lambda o: o.throughput)
     sheet.notes.append(f"highest throughput: {best.policy} ({format_quantity(sympy.Float(best.throughput), 'token/second')})")
     return sheet, outcomes

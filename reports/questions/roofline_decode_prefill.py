@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sympy
+
 from derive.answers import Answer, Inputs, Question
 from derive.derivations.common import Setup, decode_inputs, start
 from derive.formula import LIBRARY
@@ -9,6 +11,7 @@ from derive.sheet import Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 from formulas import prefill as pf
 from reports.questions.decode_bandwidth_bound import decode_step, peak, placement, roofline_figure
+from reports.questions.machine import ceilings_section, described, measured_figure, measurement
 
 
 def prefill_pass(setup: Setup, inputs: Inputs) -> Sheet:
@@ -66,8 +69,9 @@ def build(inputs: Inputs) -> Answer:
     answer.sections += [
         Section("The two ceilings and the decode step", step,
                 intro=(Prose("text", "The copy ceiling is the bandwidth BW, the matmul ceiling the peak P; their ratio "
-                                     "is the ridge. Measured on the machine (a large memcpy, a large GEMM), they "
-                                     "replace the datasheet figures below; the measuring command comes later."),),
+                                     "is the ridge. Measured on the machine (a large memcpy, a large GEMM: "
+                                     "`derive measure`), they replace the datasheet figures, as in the last section; "
+                                     "here the datasheet's stand in."),),
                 outro=(Prose("text", "To show decode is bandwidth-bound: time a decode step, divide {step_bytes} by "
                                      "it, and compare the achieved bytes per second with the copy ceiling; it should "
                                      "be a large fraction of it, while the FLOP/s achieved is a tiny fraction of P.",
@@ -78,6 +82,21 @@ def build(inputs: Inputs) -> Answer:
                                      "stay well below the copy ceiling."),)),
         Section("Prefill on the roofline", prefill_point),
     ]
+    recorded = measurement(inputs.get("measure") or False)
+    answer.sections.append(ceilings_section(setup, recorded))
+    decode_measured = recorded["phases"][0]
+    prefill_measured = recorded["phases"][-1]
+    answer.headline("measured_copy_bandwidth", recorded["ceilings"][0]["value"], "byte/second")
+    answer.headline("measured_matmul_flops", recorded["ceilings"][1]["value"], "FLOP/second")
+    answer.headline("measured_decode_bandwidth_fraction", decode_measured["bandwidth_fraction"])
+    answer.headline("measured_prefill_flops_fraction", prefill_measured["flops_fraction"])
+    answer.figures.append(measured_figure(recorded))
+    answer.summary = Prose("summary", answer.summary.text + " Measured here ({machine}), a batch-1 decode step ran "
+                           "at {decode_fraction} % of the copy ceiling and a {prompt} prefill at {prefill_fraction} % "
+                           "of the matmul ceiling: the numbers themselves put each on its side of the ridge.",
+                           {**answer.summary.quantities, "machine": Quantity(described(recorded)),
+                            "decode_fraction": Quantity(sympy.Float(decode_measured["bandwidth_fraction"] * 100, 3)),
+                            "prefill_fraction": Quantity(sympy.Float(prefill_measured["flops_fraction"] * 100, 3))})
     answer.figures.append(roofline_figure(
         setup, [("decode, batch 1", step), (f"prefill, {setup.prompt:,} tokens", prefill_point)],
         "The roofline from the two ceilings, with a batch-1 decode step and the prefill pass placed at their "
@@ -103,7 +122,8 @@ QUESTION = Question(
     source="Seed 000, question 2",
     level="Mid-level",
     kind="measurement",
-    defaults={"model": "gpt2", "gpu": "h100", "dtype": "fp32", "kv_dtype": "fp32", "context": 128, "prompt": 960},
-    changeable=("model", "gpu", "dtype", "kv_dtype", "context", "prompt", "peak_flops"),
+    defaults={"model": "gpt2", "gpu": "h100", "dtype": "fp32", "kv_dtype": "fp32", "context": 128, "prompt": 960,
+              "measure": False},
+    changeable=("model", "gpu", "dtype", "kv_dtype", "context", "prompt", "peak_flops", "measure"),
     build=build,
 )
