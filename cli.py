@@ -388,6 +388,53 @@ def simulate_batching(as_json: bool, requests: int, seats: int, replies: str, ar
 
 
 @cli.command()
+@click.argument("target")
+@click.option("--model", "-m", "models", required=True, help="Models, comma-separated: llama3-70b,llama3-8b.")
+@click.option("--gpu", "-g", "gpus", default="h100", show_default=True, help="Accelerators, comma-separated.")
+@click.option("--dtype", "dtypes", default="bf16", show_default=True, help="Weight dtypes, comma-separated.")
+@click.option("--tp", help="Tensor-parallel degrees: 1,2,4,8 or 1:8. Default: 1.")
+@click.option("--batch", help="Batches: a list or START:STOP[:STEP], inclusive. Default: 1.")
+@click.option("--context", help="Contexts (for formulas that use S). Default: 2048.")
+@click.option("--prompt", help="Prompt tokens. Default: 2048.")
+@click.option("--output", help="Output tokens. Default: 256.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Write here (.csv or .jsonl); default: CSV to stdout.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def sweep(target: str, models: str, gpus: str, dtypes: str, out: str | None, quiet: bool, **numeric: str | None) -> None:
+    """Evaluate TARGET ('predict' or any formula name) over a grid, compiled once to numpy.
+
+    Configurations that do not fit in memory are kept and marked fits=0.
+    """
+    import sys as system
+
+    from derive import sweep as sweeping
+    from derive.catalog import load_gpu, load_model
+
+    categorical = {"model": sweeping.parse_axis("model", models), "gpu": sweeping.parse_axis("gpu", gpus),
+                   "dtype": sweeping.parse_axis("dtype", dtypes.lower())}
+    for name in categorical["model"]:
+        load_model(name)
+    for name in categorical["gpu"]:
+        load_gpu(name)
+    defaults = {"tp": 1, "batch": 1, "context": 2048, "prompt": 2048, "output": 256}
+    grid = sweeping.Grid(categorical, {axis: sweeping.parse_axis(axis, text) for axis, text in numeric.items()
+                                       if text is not None}, defaults)
+    chosen = sweeping.predict_target() if target == "predict" else sweeping.formula_target(target)
+    fmt = "jsonl" if out and out.endswith((".jsonl", ".json")) else "csv"
+    handle = open(out, "w", encoding="utf-8") if out else system.stdout  # noqa: SIM115
+    try:
+        if quiet or grid.size < 100_000:
+            rows = sweeping.write(chosen, grid, handle, fmt)
+        else:
+            with click.progressbar(length=grid.size, label="sweeping", file=system.stderr) as bar:
+                rows = sweeping.write(chosen, grid, handle, fmt, bar.update)
+    finally:
+        if out:
+            handle.close()
+    if out:
+        click.echo(f"wrote {rows:,} rows to {out}", err=True)
+
+
+@cli.command()
 @json_option
 def formulas(as_json: bool) -> None:
     """Every library formula: name, unit, formula, LaTeX, meaning and source."""

@@ -154,7 +154,8 @@ def predict(setup: Setup) -> Sheet:
     work.result("throughput", pf.R_dec, work.values[pf.R_dec], LIBRARY.get("decode_throughput").expr)
     work.compute(LIBRARY.get("e2e_latency"), "e2e_latency")
     memory = work.values[sym.n] * gpu.memory
-    needed = work.values[sym.W] + work.values[sym.kv_total]
+    # The batch's cache at the end of its output, as the sweep's fit check counts it.
+    needed = work.values[sym.W] + setup.batch * (setup.prompt + setup.output) * work.values[sym.k]
     if needed > memory:
         raise DeriveError(
             f"{model.name} at batch {setup.batch} needs {format_quantity(needed, 'byte')} (weights and cache), "

@@ -1,0 +1,216 @@
+"""Sweeps: a library expression compiled once to numpy and evaluated over a grid, in bounded chunks.
+
+The grid is the product of categorical axes (model, GPU, dtype: one compiled
+function each) and numeric axes (tp, batch, context, prompt, output: numpy
+arrays). Points are generated chunk by chunk from their flat index, so memory
+stays flat however large the grid.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import sympy
+
+from derive.catalog import dtype_bytes, load_gpu, load_model
+from derive.errors import DeriveError
+from derive.evaluate import evaluate, inline, symbols_of
+from derive.formula import LIBRARY, Library
+from derive.symbols import Sym
+from formulas import notation as sym
+from formulas import prefill as pf
+
+# Numeric axes a sweep may vary, and the symbol each sets.
+AXES: dict[str, Sym] = {"tp": sym.n, "batch": sym.B, "context": sym.S, "prompt": pf.S_p, "output": pf.S_o}
+CATEGORICAL = ("model", "gpu", "dtype")
+CHUNK = 1 << 18  # points per chunk: a few MB per array
+_RANGE = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*(?::\s*(\d+))?\s*$")
+
+
+def parse_axis(name: str, text: str) -> list[Any]:
+    """'1,2,4', '1:64' or '128:4096:128' (inclusive); names for the categorical axes."""
+    if name in CATEGORICAL:
+        values = [v.strip() for v in text.split(",") if v.strip()]
+        if not values:
+            raise DeriveError(f"--{name} '{text}' names nothing", f"For example --{name} a,b")
+        return values
+    out: list[int] = []
+    for part in text.split(","):
+        match = _RANGE.match(part)
+        if match:
+            start, stop, step = int(match[1]), int(match[2]), int(match[3] or 1)
+            if step < 1 or stop < start:
+                raise DeriveError(f"--{name} '{part}' is not an increasing range",
+                                  "Write START:STOP or START:STOP:STEP with STOP >= START and STEP >= 1")
+            out.extend(range(start, stop + 1, step))
+        elif part.strip().isdigit():
+            out.append(int(part))
+        else:
+            raise DeriveError(f"--{name} '{part}' is not a number or a range", "For example 1,2,4 or 1:64 or 128:4096:128")
+    if any(v < 1 for v in out):
+        raise DeriveError(f"--{name} must be at least 1", f"Fix --{name} '{text}'")
+    return out
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a sweep computes: named outputs, each a library expression."""
+
+    name: str
+    outputs: dict[str, tuple[sympy.Expr, str]]  # column -> (expression, unit)
+
+
+def predict_target() -> Target:
+    """TTFT, TPOT, throughput and end-to-end latency: the roofline predictor of `derive predict`."""
+    return Target("predict", {
+        "ttft": (pf.ttft.symbol, "second"),
+        "tpot": (pf.tpot.symbol, "second"),
+        "throughput": (pf.R_dec.symbol, "token/second"),
+        "e2e_latency": (pf.e2e.symbol, "second"),
+    })
+
+
+def formula_target(name: str) -> Target:
+    formula = LIBRARY.get(name)
+    return Target(name, {name: (formula.defines.symbol, formula.unit)})
+
+
+@dataclass
+class Compiled:
+    """One categorical combination: a numpy function of the numeric axes for each output, and the fit check."""
+
+    labels: dict[str, str]
+    functions: dict[str, Callable[..., Any]]
+    fits: Callable[..., Any]
+    axes: tuple[str, ...]
+
+
+def _fixed_values(model_name: str, gpu_name: str, dtype: str) -> tuple[dict[Sym, sympy.Expr], Library]:
+    from derive.derivations.common import model_library
+
+    model, gpu = load_model(model_name), load_gpu(gpu_name)
+    library = model_library(model)
+    values: dict[Sym, sympy.Expr] = dict(model.formulas.shapes)
+    for target in (sym.N, sym.N_mm, sym.N_act, sym.N_emb):
+        values[target] = evaluate(target.symbol, dict(values), library)
+    kv = dtype if dtype in ("fp32", "fp16", "bf16", "fp8") else "bf16"
+    values.update({sym.b_w: dtype_bytes(dtype), sym.b_kv: dtype_bytes(kv), sym.tau: sympy.Integer(1),
+                   sym.BW: gpu.bandwidth, sym.P: gpu.peak(dtype)[0], sym.M: gpu.memory,
+                   pf.eta_bw: sympy.Integer(1), pf.eta_f: sympy.Integer(1)})
+    return values, library
+
+
+def compile_combination(target: Target, model: str, gpu: str, dtype: str, axes: Sequence[str],
+                        defaults: dict[str, int]) -> Compiled:
+    values, library = _fixed_values(model, gpu, dtype)
+    swept = [AXES[a] for a in axes]
+    for axis, value in defaults.items():  # numeric inputs held fixed
+        if axis not in axes:
+            values[AXES[axis]] = sympy.Integer(value)
+    if target.name == "predict" and "context" not in axes:
+        # Decode steps see the prompt plus, on average, half the output (as derive predict does).
+        values.pop(sym.S, None)
+    functions = {}
+    for column, (expr, _) in target.outputs.items():
+        functions[column] = _compile(expr, swept, values, library, predict=target.name == "predict")
+    # Fits when the weights and the batch's cache (at the end of its output, for the predictor) fit in n accelerators.
+    held = pf.S_p.symbol + pf.S_o.symbol if target.name == "predict" else sym.S.symbol
+    needed = sym.W.symbol + sym.B.symbol * held * sym.k.symbol
+    fits = _compile(sympy.Le(needed, sym.n.symbol * sym.M.symbol), swept, values, library, predict=False)
+    return Compiled({"model": model, "gpu": gpu, "dtype": dtype}, functions, fits, tuple(axes))
+
+
+def _compile(expr: sympy.Expr, swept: list[Sym], values: dict[Sym, sympy.Expr], library: Library,
+             predict: bool) -> Callable[..., Any]:
+    full = sympy.sympify(expr)
+    for variable in swept + ([sym.S] if predict else []):
+        full = inline(full, variable, library)
+    if predict and sym.S not in swept:
+        full = full.xreplace({sym.S.symbol: pf.S_p.symbol + pf.S_o.symbol / 2})
+        for variable in swept:
+            full = inline(full, variable, library)
+    fixed = {}
+    for s in symbols_of(full):
+        if s in swept:
+            continue
+        if s not in values and library.defining(s.symbol) is None:
+            raise DeriveError(f"the sweep needs a value for {s.key}", f"Sweep it or pass --{s.key}")
+        from derive.evaluate import resolve
+
+        fixed[s.symbol] = resolve(s, dict(values), library)
+    numeric = full.xreplace(fixed)
+    return sympy.lambdify([s.symbol for s in swept], numeric, "numpy")
+
+
+@dataclass
+class Grid:
+    categorical: dict[str, list[str]]
+    numeric: dict[str, list[int]]
+    defaults: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        count = 1
+        for values in list(self.categorical.values()) + list(self.numeric.values()):
+            count *= len(values)
+        return count
+
+
+def evaluate_grid(target: Target, grid: Grid, chunk: int = CHUNK) -> Iterator[tuple[dict[str, str], dict[str, Any]]]:
+    """Yield (labels, columns) chunk by chunk: columns hold the numeric axes, the outputs and 'fits'."""
+    axes = tuple(grid.numeric)
+    arrays = [np.asarray(grid.numeric[a], dtype=np.float64) for a in axes]
+    shape = tuple(len(a) for a in arrays)
+    points = int(np.prod(shape)) if shape else 1
+    for combo in itertools.product(*(grid.categorical[c] for c in CATEGORICAL)):
+        compiled = compile_combination(target, *combo, axes, grid.defaults)
+        for begin in range(0, points, chunk):
+            index = np.arange(begin, min(begin + chunk, points))
+            coords = np.unravel_index(index, shape) if shape else ()
+            args = [arrays[i][c] for i, c in enumerate(coords)]
+            columns: dict[str, Any] = dict(zip(axes, args))
+            for column, function in compiled.functions.items():
+                columns[column] = np.broadcast_to(function(*args), index.shape)
+            columns["fits"] = np.broadcast_to(compiled.fits(*args), index.shape)
+            yield compiled.labels, columns
+
+
+def write(target: Target, grid: Grid, out: Any, fmt: str = "csv", progress: Callable[[int], None] | None = None) -> int:
+    """Write every point of the grid to `out` (a text file) as CSV or JSON lines; returns the rows written."""
+    import json
+
+    axes = list(grid.numeric)
+    outputs = list(target.outputs)
+    header = [*CATEGORICAL, *axes, *[f"{c}_{_unit_suffix(target.outputs[c][1])}" for c in outputs], "fits"]
+    if fmt == "csv":
+        out.write(",".join(header) + "\n")
+    rows = 0
+    for labels, columns in evaluate_grid(target, grid):
+        count = len(columns["fits"])
+        if fmt == "csv":
+            prefix = ",".join(labels[c] for c in CATEGORICAL)
+            spec = ",".join([prefix] + ["%d"] * len(axes) + ["%.6g"] * len(outputs) + ["%d"])
+            table = np.column_stack([columns[a] for a in axes] + [columns[c] for c in outputs]
+                                    + [columns["fits"].astype(np.int8)])
+            np.savetxt(out, table, fmt=spec)
+        else:
+            for i in range(count):
+                row: dict[str, Any] = dict(labels)
+                row.update({a: int(columns[a][i]) for a in axes})
+                row.update({f"{c}_{_unit_suffix(target.outputs[c][1])}": float(columns[c][i]) for c in outputs})
+                row["fits"] = bool(columns["fits"][i])
+                out.write(json.dumps(row) + "\n")
+        rows += count
+        if progress:
+            progress(count)
+    return rows
+
+
+def _unit_suffix(unit: str) -> str:
+    return {"second": "s", "token/second": "token_per_s", "byte": "byte", "FLOP": "flop"}.get(
+        unit, unit.replace("/", "_per_").replace("*", "_"))
