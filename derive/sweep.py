@@ -164,20 +164,27 @@ class Grid:
 def evaluate_grid(target: Target, grid: Grid, chunk: int = CHUNK) -> Iterator[tuple[dict[str, str], dict[str, Any]]]:
     """Yield (labels, columns) chunk by chunk: columns hold the numeric axes, the outputs and 'fits'."""
     axes = tuple(grid.numeric)
+    for combo in itertools.product(*(grid.categorical[c] for c in CATEGORICAL)):
+        compiled = compile_combination(target, *combo, axes, grid.defaults)
+        for columns in evaluate_compiled(compiled, grid, chunk):
+            yield compiled.labels, columns
+
+
+def evaluate_compiled(compiled: Compiled, grid: Grid, chunk: int = CHUNK) -> Iterator[dict[str, Any]]:
+    """The numeric part of the grid for one compiled combination, `chunk` points at a time."""
+    axes = compiled.axes
     arrays = [np.asarray(grid.numeric[a], dtype=np.float64) for a in axes]
     shape = tuple(len(a) for a in arrays)
     points = int(np.prod(shape)) if shape else 1
-    for combo in itertools.product(*(grid.categorical[c] for c in CATEGORICAL)):
-        compiled = compile_combination(target, *combo, axes, grid.defaults)
-        for begin in range(0, points, chunk):
-            index = np.arange(begin, min(begin + chunk, points))
-            coords = np.unravel_index(index, shape) if shape else ()
-            args = [arrays[i][c] for i, c in enumerate(coords)]
-            columns: dict[str, Any] = dict(zip(axes, args))
-            for column, function in compiled.functions.items():
-                columns[column] = np.broadcast_to(function(*args), index.shape)
-            columns["fits"] = np.broadcast_to(compiled.fits(*args), index.shape)
-            yield compiled.labels, columns
+    for begin in range(0, points, chunk):
+        index = np.arange(begin, min(begin + chunk, points))
+        coords = np.unravel_index(index, shape) if shape else ()
+        args = [arrays[i][c] for i, c in enumerate(coords)]
+        columns: dict[str, Any] = dict(zip(axes, args))
+        for column, function in compiled.functions.items():
+            columns[column] = np.broadcast_to(function(*args), index.shape)
+        columns["fits"] = np.broadcast_to(compiled.fits(*args), index.shape)
+        yield columns
 
 
 def write(target: Target, grid: Grid, out: Any, fmt: str = "csv", progress: Callable[[int], None] | None = None) -> int:
