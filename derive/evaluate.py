@@ -36,10 +36,29 @@ def resolve(sym: Sym, values: Mapping[Sym, sympy.Expr], library: Library = LIBRA
     return value
 
 
+# Past this exponent a rational power is taken in 40-digit floats: (1 - 8/256)^(10^7) exactly has
+# millions of digits and takes minutes (found by the property tests: derive experts at a huge batch hung).
+_EXACT_POWER_LIMIT = 4096
+
+
 def evaluate(expr: sympy.Expr, values: Mapping[Sym, sympy.Expr], library: Library = LIBRARY) -> sympy.Expr:
-    """`expr` with every symbol replaced by its value, exact."""
+    """`expr` with every symbol replaced by its value, exact (but for huge rational powers)."""
     substitution = {sym.symbol: resolve(sym, values, library) for sym in symbols_of(expr)}
-    return sympy.sympify(expr).xreplace(substitution)
+    return _substitute(sympy.sympify(expr), substitution)
+
+
+def _substitute(expr: sympy.Basic, substitution: dict[sympy.Symbol, sympy.Expr]) -> sympy.Basic:
+    if isinstance(expr, sympy.Symbol):
+        return substitution.get(expr, expr)
+    if not expr.args:
+        return expr
+    args = [_substitute(arg, substitution) for arg in expr.args]
+    if isinstance(expr, sympy.Pow):
+        base, exponent = args
+        if (base.is_Rational and not base.is_Integer and exponent.is_Integer
+                and abs(exponent) > _EXACT_POWER_LIMIT):
+            return sympy.Float(base, 40) ** exponent
+    return expr.func(*args)
 
 
 def inline(expr: sympy.Expr, unknown: Sym, library: Library = LIBRARY) -> sympy.Expr:

@@ -98,3 +98,12 @@ def test_checker_accepts_the_new_modules():
     assert failures == 0, report
     for name in ("experts_touched", "params_read_per_step", "energy_per_token", "mbu", "mfu", "hfu"):
         assert f"ok   {name}" in report
+
+
+def test_regression_experts_at_a_huge_batch_does_not_hang(run):
+    # Found by the property tests: (1 - k/E)^(B) was computed exactly, and at batch 10^7 took minutes.
+    import json
+
+    result = run("experts", "--model", "deepseek-v3", "--batch", "10000000", "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["results"]["experts_touched"]["value"] == 256.0
