@@ -201,7 +201,7 @@ def read_config(raw: object, name: str) -> ModelConfig:
     if not isinstance(raw, dict):
         raise CatalogError(f"config for {name} is not a JSON object", "Pass a Hugging Face config.json")
     family = raw.get("model_type")
-    if family not in READERS:
+    if not isinstance(family, str) or family not in READERS:
         known = ", ".join(sorted(READERS))
         raise CatalogError(
             f"config for {name}: model_type {family!r} is not supported",

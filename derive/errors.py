@@ -17,7 +17,13 @@ class DeriveError(Exception):
         self.fields = fields
 
     def __str__(self) -> str:
-        return f"{self.message}. {self.hint}" if self.hint else self.message
+        text = f"{self.message}. {self.hint}" if self.hint else self.message
+        return _one_line(text)
+
+
+def _one_line(text: str) -> str:
+    """Control characters from a user's input shown escaped, so an error stays one line."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 class UnitError(DeriveError):
