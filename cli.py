@@ -121,20 +121,20 @@ def _setup(kwargs: dict[str, Any], need_gpu: bool = False) -> Any:
     from derive.derivations import Setup
     from derive.errors import DeriveError
 
-    if kwargs.get("model") and kwargs.get("config_path"):
+    if kwargs.get("model") is not None and kwargs.get("config_path") is not None:
         raise DeriveError("--model and --config both given", "Pass one of them")
-    if kwargs.get("config_path"):
+    if kwargs.get("config_path") is not None:
         model = load_config_path(kwargs["config_path"])
-    elif kwargs.get("model"):
+    elif kwargs.get("model") is not None:
         model = load_model(kwargs["model"])
     else:
         raise DeriveError("no model given", "Pass --model NAME (see 'derive models') or --config PATH")
     defaults = []
     gpu = None
     if need_gpu:
-        if not kwargs.get("gpu"):
+        if kwargs.get("gpu") is None:
             defaults.append("gpu")
-        gpu = load_gpu(kwargs.get("gpu") or "h100").with_overrides(
+        gpu = load_gpu("h100" if kwargs.get("gpu") is None else kwargs["gpu"]).with_overrides(
             bandwidth=kwargs.get("bandwidth"), flops=kwargs.get("flops"),
             memory=kwargs.get("memory"), power=kwargs.get("power"),
         )

@@ -13,10 +13,6 @@ from derive.formula import LIBRARY, Library
 from derive.sheet import Sheet, Work
 from formulas import notation as sym
 
-# Widest tensor-parallel group the default search considers.
-_MAX_TP = 1024
-
-
 @dataclass(frozen=True)
 class Setup:
     """What a command runs on: a model, maybe an accelerator, and the workload."""
@@ -37,6 +33,15 @@ class Setup:
     vs: Gpu | None = None  # the accelerator to compare with (compare)
     claim: sympy.Rational | None = None  # claimed tokens/s per user (claim)
     defaults: tuple[str, ...] = field(default=())  # options the user left to their defaults
+
+    def __post_init__(self) -> None:
+        heads = self.model.config.heads
+        if self.tp is not None and heads % self.tp:
+            raise DeriveError(
+                f"--tp {self.tp} does not divide the {heads} attention heads of {self.model.name}",
+                "Tensor parallelism splits whole heads: use a divisor of the head count, such as "
+                + ", ".join(str(d) for d in (1, 2, 4, 8, 16) if heads % d == 0),
+            )
 
     @property
     def kv_format(self) -> str:
@@ -93,14 +98,19 @@ def aggregates(work: Work, setup: Setup) -> None:
 
 
 def default_tp(setup: Setup, weights: sympy.Expr, one_sequence: sympy.Expr, memory: sympy.Expr) -> int:
-    tp = 1
+    """The smallest power of two whose memory holds the weights and one sequence, splitting whole heads."""
+    heads, tp = setup.model.config.heads, 1
     while tp * memory < weights + one_sequence:
-        tp *= 2
-        if tp > _MAX_TP:
+        if heads % (2 * tp):
+            from derive.units import format_quantity
+
             raise FitError(
-                f"{setup.model.name} does not fit on {_MAX_TP} x {setup.gpu.name if setup.gpu else 'GPU'}",
-                "Use a smaller --dtype or a larger accelerator",
+                f"{setup.model.name} needs {format_quantity(weights + one_sequence, 'byte')} for its weights and one "
+                f"sequence at {setup.context:,} tokens, more than {tp} x {setup.gpu.name if setup.gpu else 'GPU'} "
+                f"hold, and its {heads} attention heads split at most {tp} ways",
+                "Use a shorter --context, a smaller --dtype or a larger accelerator",
             )
+        tp *= 2
     return tp
 
 

@@ -119,12 +119,15 @@ def knee(setup: Setup) -> Sheet:
     work.heading("Memory ceiling")
     max_batch = work.compute(LIBRARY.get("max_batch_by_memory"), "max_batch_by_memory")
     if max_batch < 1:
+        try:
+            more = f"Use --tp {default_tp(setup, weights, one_sequence, gpu.memory)} or more, a smaller --dtype, "
+        except FitError:  # no tensor-parallel degree would do
+            more = "Use a larger accelerator, a smaller --dtype, "
         raise FitError(
             f"{model.name} in {setup.dtype} needs {format_quantity(weights, 'byte')} of weights plus "
             f"{format_quantity(one_sequence, 'byte')} per sequence at {setup.context:,} tokens, "
             f"more than the {format_quantity(tp * gpu.memory, 'byte')} of {tp} x {gpu.name}",
-            f"Use --tp {default_tp(setup, weights, one_sequence, gpu.memory)} or more, a smaller --dtype, "
-            f"or a shorter --context",
+            more + "or a shorter --context",
         )
     work.given(sym.B, max_batch, "at the largest batch memory holds", inline=True)
     for name in ("kv_bytes", "memory_time", "compute_time", "step_time"):
