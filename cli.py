@@ -41,8 +41,11 @@ class _DeriveGroup(click.Group):
         except Exception as exc:  # a bug, not bad input: one line, and the traceback on request
             if os.environ.get("DERIVE_DEBUG"):
                 raise
-            click.echo(f"derive: internal error: {type(exc).__name__}: {exc}. Rerun with DERIVE_DEBUG=1 for the "
-                       "traceback, and please report it", err=True)
+            click.echo(
+                f"derive: internal error: {type(exc).__name__}: {exc}. Rerun with DERIVE_DEBUG=1 for the "
+                "traceback, and please report it",
+                err=True,
+            )
             sys.exit(1)
         sys.exit(code or 0)
 
@@ -105,12 +108,22 @@ gpu_options = _options(
 workload_options = _options(
     click.option("--context", "-s", type=COUNT, help="Tokens of context per sequence. Default: 2048."),
     click.option("--dtype", type=click.Choice(DTYPES, case_sensitive=False), help="Weight dtype. Default: bf16."),
-    click.option("--kv-dtype", type=click.Choice(DTYPES, case_sensitive=False),
-                 help="KV-cache dtype. Default: the weight dtype (bf16 for int8/int4/fp4 weights)."),
+    click.option(
+        "--kv-dtype",
+        type=click.Choice(DTYPES, case_sensitive=False),
+        help="KV-cache dtype. Default: the weight dtype (bf16 for int8/int4/fp4 weights).",
+    ),
 )
-tp_option = click.option("--tp", type=COUNT, help="Tensor-parallel degree. Default: the smallest power of two that fits.")
-set_option = click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
-                          help="Give any quantity a value: --set batch=16, --set 'bandwidth=3.35 TB/s'.")
+tp_option = click.option(
+    "--tp", type=COUNT, help="Tensor-parallel degree. Default: the smallest power of two that fits."
+)
+set_option = click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Give any quantity a value: --set batch=16, --set 'bandwidth=3.35 TB/s'.",
+)
 batch_option = click.option("--batch", "-b", type=COUNT, help="Sequences decoded together. Default: 1.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the derivation.")
 
@@ -135,8 +148,10 @@ def _setup(kwargs: dict[str, Any], need_gpu: bool = False) -> Any:
         if kwargs.get("gpu") is None:
             defaults.append("gpu")
         gpu = load_gpu("h100" if kwargs.get("gpu") is None else kwargs["gpu"]).with_overrides(
-            bandwidth=kwargs.get("bandwidth"), flops=kwargs.get("flops"),
-            memory=kwargs.get("memory"), power=kwargs.get("power"),
+            bandwidth=kwargs.get("bandwidth"),
+            flops=kwargs.get("flops"),
+            memory=kwargs.get("memory"),
+            power=kwargs.get("power"),
         )
     for key, default in (("dtype", "bf16"), ("context", 2048), ("batch", 1)):
         if key not in kwargs:
@@ -144,7 +159,9 @@ def _setup(kwargs: dict[str, Any], need_gpu: bool = False) -> Any:
         elif kwargs[key] is None:
             kwargs[key] = default
             defaults.append(key)
-    extra = {key: kwargs[key] for key in ("count", "prompt", "output", "tokens", "claim") if kwargs.get(key) is not None}
+    extra = {
+        key: kwargs[key] for key in ("count", "prompt", "output", "tokens", "claim") if kwargs.get(key) is not None
+    }
     defaults += [key for key in ("count", "prompt", "output", "tokens") if key in kwargs and kwargs[key] is None]
     if kwargs.get("vs"):
         extra["vs"] = load_gpu(kwargs["vs"])
@@ -155,9 +172,15 @@ def _setup(kwargs: dict[str, Any], need_gpu: bool = False) -> Any:
 
             extra["link"] = parse_quantity(kwargs["link"], "byte/second", "--link")
     return Setup(
-        model=model, gpu=gpu, dtype=kwargs["dtype"].lower(),
+        model=model,
+        gpu=gpu,
+        dtype=kwargs["dtype"].lower(),
         kv_dtype=kwargs["kv_dtype"].lower() if kwargs.get("kv_dtype") else None,
-        context=kwargs["context"], batch=kwargs["batch"], tp=kwargs.get("tp"), defaults=tuple(defaults), **extra,
+        context=kwargs["context"],
+        batch=kwargs["batch"],
+        tp=kwargs.get("tp"),
+        defaults=tuple(defaults),
+        **extra,
     )
 
 
@@ -228,8 +251,9 @@ def _sheet_command(name: str, function: str, doc: str, *extra: Callable[..., Any
 
     command.__doc__ = doc
     decorated: Any = command
-    for decorator in reversed((model_options, *((gpu_options,) if need_gpu else ()), workload_options, *extra,
-                               json_option)):
+    for decorator in reversed(
+        (model_options, *((gpu_options,) if need_gpu else ()), workload_options, *extra, json_option)
+    ):
         decorated = decorator(decorated)
     group = crossover if name.startswith("crossover ") else cli
     group.command(name.removeprefix("crossover "))(decorated)
@@ -245,46 +269,101 @@ prompt_option = click.option("--prompt", type=COUNT, help="Prompt tokens per req
 output_option = click.option("--output", type=COUNT, help="Output tokens per request. Default: 256.")
 vs_option = click.option("--vs", required=True, help="The accelerator to compare with.")
 tokens_option = click.option("--tokens", type=COUNT, help="Tokens through the layer at once (T). Default: 1.")
-link_option = click.option("--link", help="Interconnect: 'nvlink' (the catalog's one-way figure) or a bandwidth "
-                                          "such as '50 GB/s'. Default: nvlink.")
-claim_option = click.option("--claim", "claim", required=True, type=_Quantity("token/second", "1000 token/s"),
-                            help="The claimed tokens per second per user.")
+link_option = click.option(
+    "--link",
+    help="Interconnect: 'nvlink' (the catalog's one-way figure) or a bandwidth such as '50 GB/s'. Default: nvlink.",
+)
+claim_option = click.option(
+    "--claim",
+    "claim",
+    required=True,
+    type=_Quantity("token/second", "1000 token/s"),
+    help="The claimed tokens per second per user.",
+)
 
-_sheet_command("flops", "derive.derivations.costs.flops",
-               "FLOPs per token beyond the 2N rule: weights, attention at the context, the parameters that do no "
-               "arithmetic, and the context where attention equals the weights.", need_gpu=False)
-_sheet_command("fit", "derive.derivations.costs.fit",
-               "How many sequences of a context fit beside the weights on --count accelerators.", count_option)
-_sheet_command("intensity", "derive.derivations.costs.intensity",
-               "Decode arithmetic intensity per operation at --batch, the ridge point, and the flip batch.",
-               batch_option)
-_sheet_command("crossover kv-weights", "derive.derivations.costs.crossover_kv_weights",
-               "The context at which a batch's KV reads equal the weight reads, and the KV footprint there.",
-               batch_option)
-_sheet_command("crossover prefill", "derive.derivations.costs.crossover_prefill",
-               "The prompt length at which prefill turns compute-bound (closed form).")
-_sheet_command("predict", "derive.derivations.costs.predict",
-               "TTFT, TPOT, throughput and end-to-end latency from the roofline, at stated efficiencies (a floor).",
-               tp_option, batch_option, prompt_option, output_option)
-_sheet_command("compare", "derive.derivations.costs.compare",
-               "One model on two accelerators: bandwidth, compute, capacity and throughput ratios.",
-               tp_option, vs_option)
+_sheet_command(
+    "flops",
+    "derive.derivations.costs.flops",
+    "FLOPs per token beyond the 2N rule: weights, attention at the context, the parameters that do no "
+    "arithmetic, and the context where attention equals the weights.",
+    need_gpu=False,
+)
+_sheet_command(
+    "fit",
+    "derive.derivations.costs.fit",
+    "How many sequences of a context fit beside the weights on --count accelerators.",
+    count_option,
+)
+_sheet_command(
+    "intensity",
+    "derive.derivations.costs.intensity",
+    "Decode arithmetic intensity per operation at --batch, the ridge point, and the flip batch.",
+    batch_option,
+)
+_sheet_command(
+    "crossover kv-weights",
+    "derive.derivations.costs.crossover_kv_weights",
+    "The context at which a batch's KV reads equal the weight reads, and the KV footprint there.",
+    batch_option,
+)
+_sheet_command(
+    "crossover prefill",
+    "derive.derivations.costs.crossover_prefill",
+    "The prompt length at which prefill turns compute-bound (closed form).",
+)
+_sheet_command(
+    "predict",
+    "derive.derivations.costs.predict",
+    "TTFT, TPOT, throughput and end-to-end latency from the roofline, at stated efficiencies (a floor).",
+    tp_option,
+    batch_option,
+    prompt_option,
+    output_option,
+)
+_sheet_command(
+    "compare",
+    "derive.derivations.costs.compare",
+    "One model on two accelerators: bandwidth, compute, capacity and throughput ratios.",
+    tp_option,
+    vs_option,
+)
 
-_sheet_command("experts", "derive.derivations.moe.experts",
-               "MoE expert coverage at a decode batch: experts touched, parameters and bytes read per step.",
-               batch_option, need_gpu=False)
-_sheet_command("energy", "derive.derivations.energy.energy",
-               "Energy per output token from power and the roofline throughput, at batch 1 and the largest batch.",
-               tp_option, batch_option)
-_sheet_command("shard", "derive.derivations.sharding.shard",
-               "One FFN layer under tensor parallelism: FLOPs, weight, activation and all-reduce bytes, and which of "
-               "compute, HBM or network binds.", tp_option, tokens_option, link_option)
-_sheet_command("claim", "derive.derivations.claim.claim",
-               "Sanity-check a claimed tokens/s per user against the bandwidth floor, and what would make it true.",
-               tp_option, claim_option)
-_sheet_command("attention-memory", "derive.derivations.attention_memory.attention_memory",
-               "Bytes naive attention writes for the full score matrix against a tiled (FlashAttention) kernel.",
-               need_gpu=False)
+_sheet_command(
+    "experts",
+    "derive.derivations.moe.experts",
+    "MoE expert coverage at a decode batch: experts touched, parameters and bytes read per step.",
+    batch_option,
+    need_gpu=False,
+)
+_sheet_command(
+    "energy",
+    "derive.derivations.energy.energy",
+    "Energy per output token from power and the roofline throughput, at batch 1 and the largest batch.",
+    tp_option,
+    batch_option,
+)
+_sheet_command(
+    "shard",
+    "derive.derivations.sharding.shard",
+    "One FFN layer under tensor parallelism: FLOPs, weight, activation and all-reduce bytes, and which of "
+    "compute, HBM or network binds.",
+    tp_option,
+    tokens_option,
+    link_option,
+)
+_sheet_command(
+    "claim",
+    "derive.derivations.claim.claim",
+    "Sanity-check a claimed tokens/s per user against the bandwidth floor, and what would make it true.",
+    tp_option,
+    claim_option,
+)
+_sheet_command(
+    "attention-memory",
+    "derive.derivations.attention_memory.attention_memory",
+    "Bytes naive attention writes for the full score matrix against a tiled (FlashAttention) kernel.",
+    need_gpu=False,
+)
 
 
 @cli.command()
@@ -293,10 +372,17 @@ _sheet_command("attention-memory", "derive.derivations.attention_memory.attentio
 @workload_options
 @tp_option
 @batch_option
-@click.option("--step-time", type=_Quantity("second", "36 ms"),
-              help="The measured decode step time. Default: the roofline step time (a 100% floor).")
-@click.option("--recompute", type=click.FloatRange(0, 10), default=0.0,
-              help="Recomputed FLOPs as a fraction of the model's (activation checkpointing). Default: 0.")
+@click.option(
+    "--step-time",
+    type=_Quantity("second", "36 ms"),
+    help="The measured decode step time. Default: the roofline step time (a 100% floor).",
+)
+@click.option(
+    "--recompute",
+    type=click.FloatRange(0, 10),
+    default=0.0,
+    help="Recomputed FLOPs as a fraction of the model's (activation checkpointing). Default: 0.",
+)
 @json_option
 def utilisation(step_time: Any, recompute: float, as_json: bool, **kwargs: Any) -> None:
     """MBU, MFU and HFU of a decode step, from a measured step time and the counted bytes and FLOPs."""
@@ -345,16 +431,38 @@ def simulate() -> None:
 @click.option("--replies", default="8:256", show_default=True, help="Reply lengths, uniform: MIN:MAX tokens.")
 @click.option("--arrivals", type=click.Choice(["poisson", "all"]), default="poisson", show_default=True)
 @click.option("--rate", type=_Quantity("1/second", "10 /s"), help="Poisson arrival rate. Default: --load of capacity.")
-@click.option("--load", type=click.FloatRange(0.01, 10), default=0.8, show_default=True,
-              help="Offered load as a fraction of what continuous batching serves (when --rate is not given).")
-@click.option("--max-wait", type=_Quantity("second", "50 ms"), help="Dynamic batching's cap on waiting. Default: 50 ms.")
+@click.option(
+    "--load",
+    type=click.FloatRange(0.01, 10),
+    default=0.8,
+    show_default=True,
+    help="Offered load as a fraction of what continuous batching serves (when --rate is not given).",
+)
+@click.option(
+    "--max-wait", type=_Quantity("second", "50 ms"), help="Dynamic batching's cap on waiting. Default: 50 ms."
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed: runs are reproducible.")
-@click.option("--measured", type=click.Path(exists=True, dir_okay=False),
-              help="Drive the steps by a 'derive measure --out' result instead of the roofline.")
+@click.option(
+    "--measured",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Drive the steps by a 'derive measure --out' result instead of the roofline.",
+)
 @click.option("--figure", type=click.Path(dir_okay=False), help="Write a seat timeline to this .svg (and .png).")
 @json_option
-def simulate_batching(as_json: bool, requests: int, seats: int, replies: str, arrivals: str, rate: Any, load: float,
-                      max_wait: Any, seed: int, measured: str | None, figure: str | None, **kwargs: Any) -> None:
+def simulate_batching(
+    as_json: bool,
+    requests: int,
+    seats: int,
+    replies: str,
+    arrivals: str,
+    rate: Any,
+    load: float,
+    max_wait: Any,
+    seed: int,
+    measured: str | None,
+    figure: str | None,
+    **kwargs: Any,
+) -> None:
     """Static, dynamic and continuous batching: throughput, time to first token, latency."""
     from derive.derivations.batching import Traffic, batching
     from derive.errors import DeriveError
@@ -362,9 +470,17 @@ def simulate_batching(as_json: bool, requests: int, seats: int, replies: str, ar
     low, sep, high = replies.partition(":")
     if not (sep and low.isdigit() and high.isdigit() and 1 <= int(low) <= int(high)):
         raise DeriveError(f"--replies '{replies}' is not MIN:MAX", "For example --replies 8:256")
-    traffic = Traffic(requests=requests, seats=seats, shortest=int(low), longest=int(high),
-                      rate=float(rate) if rate is not None else None, load=load, all_at_once=arrivals == "all",
-                      max_wait=float(max_wait) if max_wait is not None else 0.05, seed=seed)
+    traffic = Traffic(
+        requests=requests,
+        seats=seats,
+        shortest=int(low),
+        longest=int(high),
+        rate=float(rate) if rate is not None else None,
+        load=load,
+        all_at_once=arrivals == "all",
+        max_wait=float(max_wait) if max_wait is not None else 0.05,
+        seed=seed,
+    )
     measurement = None
     if measured:
         import json as json_module
@@ -374,16 +490,21 @@ def simulate_batching(as_json: bool, requests: int, seats: int, replies: str, ar
             measurement = json_module.loads(Path(measured).read_text(encoding="utf-8"))
             measurement["phases"], measurement["machine"]  # noqa: B018  (the keys the simulation reads)
         except (ValueError, KeyError, TypeError):
-            raise DeriveError(f"'{measured}' is not a 'derive measure --out' result",
-                              "Write one with: derive measure --out FILE.json") from None
+            raise DeriveError(
+                f"'{measured}' is not a 'derive measure --out' result", "Write one with: derive measure --out FILE.json"
+            ) from None
     sheet, outcomes = batching(_setup(kwargs, need_gpu=True), traffic, measurement)
     if figure:
         from pathlib import Path
 
         from derive import figures
 
-        figures.seat_timeline(Path(figure).with_suffix(""), {p: o.timeline for p, o in outcomes.items()}, seats,
-                              f"{sheet.inputs['model']} on {sheet.inputs['gpu']}: busy seats")
+        figures.seat_timeline(
+            Path(figure).with_suffix(""),
+            {p: o.timeline for p, o in outcomes.items()},
+            seats,
+            f"{sheet.inputs['model']} on {sheet.inputs['gpu']}: busy seats",
+        )
     _emit(sheet, as_json)
 
 
@@ -399,7 +520,9 @@ def simulate_batching(as_json: bool, requests: int, seats: int, replies: str, ar
 @click.option("--output", help="Output tokens. Default: 256.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Write here (.csv or .jsonl); default: CSV to stdout.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def sweep(target: str, models: str, gpus: str, dtypes: str, out: str | None, quiet: bool, **numeric: str | None) -> None:
+def sweep(
+    target: str, models: str, gpus: str, dtypes: str, out: str | None, quiet: bool, **numeric: str | None
+) -> None:
     """Evaluate TARGET ('predict' or any formula name) over a grid, compiled once to numpy.
 
     Configurations that do not fit in memory are kept and marked fits=0.
@@ -409,15 +532,21 @@ def sweep(target: str, models: str, gpus: str, dtypes: str, out: str | None, qui
     from derive import sweep as sweeping
     from derive.catalog import load_gpu, load_model
 
-    categorical = {"model": sweeping.parse_axis("model", models), "gpu": sweeping.parse_axis("gpu", gpus),
-                   "dtype": sweeping.parse_axis("dtype", dtypes.lower())}
+    categorical = {
+        "model": sweeping.parse_axis("model", models),
+        "gpu": sweeping.parse_axis("gpu", gpus),
+        "dtype": sweeping.parse_axis("dtype", dtypes.lower()),
+    }
     for name in categorical["model"]:
         load_model(name)
     for name in categorical["gpu"]:
         load_gpu(name)
     defaults = {"tp": 1, "batch": 1, "context": 2048, "prompt": 2048, "output": 256}
-    grid = sweeping.Grid(categorical, {axis: sweeping.parse_axis(axis, text) for axis, text in numeric.items()
-                                       if text is not None}, defaults)
+    grid = sweeping.Grid(
+        categorical,
+        {axis: sweeping.parse_axis(axis, text) for axis, text in numeric.items() if text is not None},
+        defaults,
+    )
     chosen = sweeping.predict_target() if target == "predict" else sweeping.formula_target(target)
     fmt = "jsonl" if out and out.endswith((".jsonl", ".json")) else "csv"
     handle = open(out, "w", encoding="utf-8") if out else system.stdout  # noqa: SIM115
@@ -481,14 +610,31 @@ def solve_command(equation: str, unknown: str, settings: tuple[str, ...], as_jso
 @click.option("--list", "list_questions", is_flag=True, help="List the questions and their ids.")
 @click.option("--model", "-m", help="Model for the question (where it lets you change it).")
 @click.option("--gpu", "-g", help="Accelerator for the question (where it lets you change it).")
-@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
-              help="Change another input the question names: --set context=8192, --set tp=4.")
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Change another input the question names: --set context=8192, --set tp=4.",
+)
 @click.option("--format", "fmt", type=click.Choice(["md", "tex", "json"]), default="md", show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), help="Write ID.md, ID.tex and the figures into this folder.")
-@click.option("--measure", is_flag=True, help="Measure this machine live instead of reading the recorded result "
-                                              "(for the questions that quote a measurement).")
-def answer(question_id: str | None, list_questions: bool, model: str | None, gpu: str | None,
-           settings: tuple[str, ...], fmt: str, out: str | None, measure: bool) -> None:
+@click.option(
+    "--measure",
+    is_flag=True,
+    help="Measure this machine live instead of reading the recorded result "
+    "(for the questions that quote a measurement).",
+)
+def answer(
+    question_id: str | None,
+    list_questions: bool,
+    model: str | None,
+    gpu: str | None,
+    settings: tuple[str, ...],
+    fmt: str,
+    out: str | None,
+    measure: bool,
+) -> None:
     """A worked answer to one of the 25 questions, for its defaults or your model and accelerator."""
     from derive import answers
     from derive.errors import DeriveError

@@ -54,8 +54,11 @@ def derive_seconds_per_config(repeat: int = 200) -> tuple[float, int]:
     import formulas  # noqa: F401
     from derive.sweep import Grid, compile_combination, evaluate_compiled, predict_target
 
-    grid = Grid({"model": ["llama2-70b"], "gpu": ["h100"], "dtype": ["bf16"]},
-                {"batch": list(BATCHES) * repeat, "prompt": list(PROMPTS), "tp": list(TPS)}, {"output": OUTPUT})
+    grid = Grid(
+        {"model": ["llama2-70b"], "gpu": ["h100"], "dtype": ["bf16"]},
+        {"batch": list(BATCHES) * repeat, "prompt": list(PROMPTS), "tp": list(TPS)},
+        {"output": OUTPUT},
+    )
     start = time.perf_counter()
     compiled = compile_combination(predict_target(), "llama2-70b", "h100", "bf16", tuple(grid.numeric), grid.defaults)
     compile_s = time.perf_counter() - start
@@ -74,8 +77,10 @@ def main() -> None:
     theirs = json.loads(out.stdout.strip().splitlines()[-1])
     their_per_config = theirs["seconds"] / theirs["configs"]
     ours, compile_ms = derive_seconds_per_config()
-    print(f"llm-analysis 0.2.2: {theirs['configs']} configurations in {theirs['seconds']:.2f} s: "
-          f"{1 / their_per_config:,.0f} configurations/s ({theirs['refused']} refused as not fitting)")
+    print(
+        f"llm-analysis 0.2.2: {theirs['configs']} configurations in {theirs['seconds']:.2f} s: "
+        f"{1 / their_per_config:,.0f} configurations/s ({theirs['refused']} refused as not fitting)"
+    )
     print(f"derive sweep:       {1 / ours:,.0f} configurations/s (after a one-off {compile_ms} ms compile)")
     print(f"ratio: {their_per_config / ours:,.0f}x llm-analysis per configuration (target: at least 1,000x)")
 

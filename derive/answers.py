@@ -9,8 +9,8 @@ Every number in it is computed; the prose only names where each one goes.
 from __future__ import annotations
 
 import importlib
-import re
 import pkgutil
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -69,8 +69,20 @@ class Inputs(dict):  # type: ignore[type-arg]
             fields["gpu"] = load_gpu(values["gpu"])
         if values.get("vs"):
             fields["vs"] = load_gpu(values["vs"])
-        for key in ("dtype", "kv_dtype", "context", "batch", "tp", "count", "prompt", "output", "tokens",
-                    "link", "claim", "link_name"):
+        for key in (
+            "dtype",
+            "kv_dtype",
+            "context",
+            "batch",
+            "tp",
+            "count",
+            "prompt",
+            "output",
+            "tokens",
+            "link",
+            "claim",
+            "link_name",
+        ):
             if values.get(key) is not None:
                 fields[key] = values[key]
         return Setup(**fields)
@@ -100,8 +112,9 @@ def question(question_id: str) -> Question:
     if question_id not in bank:
         from derive.catalog import closest
 
-        raise DeriveError(f"unknown question '{question_id}'",
-                          f"{closest(question_id, bank)}Run 'derive answer --list' to see them")
+        raise DeriveError(
+            f"unknown question '{question_id}'", f"{closest(question_id, bank)}Run 'derive answer --list' to see them"
+        )
     return bank[question_id]
 
 

@@ -11,7 +11,7 @@ import json
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from functools import cached_property, lru_cache
+from functools import cache, cached_property, lru_cache
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -23,9 +23,13 @@ from derive.errors import CatalogError, DeriveError
 
 # Bytes per stored value for each number format.
 DTYPE_BYTES: dict[str, sympy.Rational] = {
-    "fp32": sympy.Integer(4), "fp16": sympy.Integer(2), "bf16": sympy.Integer(2),
-    "fp8": sympy.Integer(1), "int8": sympy.Integer(1),
-    "fp4": sympy.Rational(1, 2), "int4": sympy.Rational(1, 2),
+    "fp32": sympy.Integer(4),
+    "fp16": sympy.Integer(2),
+    "bf16": sympy.Integer(2),
+    "fp8": sympy.Integer(1),
+    "int8": sympy.Integer(1),
+    "fp4": sympy.Rational(1, 2),
+    "int4": sympy.Rational(1, 2),
 }
 
 
@@ -139,14 +143,18 @@ def gpu_names() -> list[str]:
     return list(_gpu_index())
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_model(name: str) -> Model:
     key = _resolve(name, _model_index(), "model", "derive models")
     entry = _model_index()[key]
     raw = json.loads(_data(f"models/{entry['file']}").read_text())
     return Model(
-        name=key, title=entry["title"], config=read_config(raw, key), source=raw.get("_source", ""),
-        published_total=entry.get("published_total"), published_active=entry.get("published_active"),
+        name=key,
+        title=entry["title"],
+        config=read_config(raw, key),
+        source=raw.get("_source", ""),
+        published_total=entry.get("published_total"),
+        published_active=entry.get("published_active"),
         published_source=entry.get("published_source", ""),
     )
 
@@ -175,7 +183,7 @@ def load_config_path(path: str | Path) -> Model:
     return Model(name=name, title=str(title), config=config, source=str(file))
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_gpu(name: str) -> Gpu:
     from derive.units import parse_quantity
 
@@ -190,7 +198,14 @@ def load_gpu(name: str) -> Gpu:
 
     flops = {dt: figure(dt, "FLOP/second") for dt in ("bf16", "fp16", "fp8", "fp4") if dt in entry}
     return Gpu(
-        name=key, title=entry["title"], memory=figure("memory", "byte"), bandwidth=figure("bandwidth", "byte/second"),
-        flops=flops, power=figure("power", "watt"), link=figure("link", "byte/second") if "link" in entry else None,
-        link_note=entry.get("link_note", ""), notes=entry.get("notes", ""), source=entry.get("source", ""),
+        name=key,
+        title=entry["title"],
+        memory=figure("memory", "byte"),
+        bandwidth=figure("bandwidth", "byte/second"),
+        flops=flops,
+        power=figure("power", "watt"),
+        link=figure("link", "byte/second") if "link" in entry else None,
+        link_note=entry.get("link_note", ""),
+        notes=entry.get("notes", ""),
+        source=entry.get("source", ""),
     )

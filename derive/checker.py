@@ -12,10 +12,25 @@ from derive.errors import DeriveError
 
 # The formula modules `derive check` imports (tests may add one).
 MODULES = [
-    "formulas.memory", "formulas.flops", "formulas.roofline", "formulas.intensity", "formulas.prefill",
-    "formulas.moe", "formulas.energy", "formulas.utilisation", "formulas.sharding", "formulas.attention_memory",
-    "formulas.claim", "formulas.decode_overheads", "formulas.fusion", "formulas.launch", "formulas.ratios",
-    "formulas.roofline_points", "formulas.static_batching", "formulas.step_budget", "formulas.training",
+    "formulas.memory",
+    "formulas.flops",
+    "formulas.roofline",
+    "formulas.intensity",
+    "formulas.prefill",
+    "formulas.moe",
+    "formulas.energy",
+    "formulas.utilisation",
+    "formulas.sharding",
+    "formulas.attention_memory",
+    "formulas.claim",
+    "formulas.decode_overheads",
+    "formulas.fusion",
+    "formulas.launch",
+    "formulas.ratios",
+    "formulas.roofline_points",
+    "formulas.static_batching",
+    "formulas.step_budget",
+    "formulas.training",
 ]
 
 
@@ -35,7 +50,9 @@ def run(modules: list[str] | None = None) -> tuple[str, int]:
     for formula in LIBRARY:
         try:
             formula.check()
-            lines.append(f"ok   {formula.name:<28} [{formula.unit or '1'}]  {formula.defines.name} = {text(formula.expr)}")
+            lines.append(
+                f"ok   {formula.name:<28} [{formula.unit or '1'}]  {formula.defines.name} = {text(formula.expr)}"
+            )
         except DeriveError as exc:
             lines.append(f"FAIL {formula.name}: {exc}")
             failures += 1

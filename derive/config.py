@@ -95,7 +95,9 @@ class _Keys:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise CatalogError(f"config for {self.name}: '{key}' is {value!r}, not true or false", "Fix the value in the config.json")
+            raise CatalogError(
+                f"config for {self.name}: '{key}' is {value!r}, not true or false", "Fix the value in the config.json"
+            )
         return value
 
 
@@ -121,10 +123,20 @@ def _divides_heads(keys: _Keys, heads: int, kv_heads: int) -> None:
 def _gpt2(keys: _Keys) -> dict[str, Any]:
     hidden, heads = keys.int("n_embd"), keys.int("n_head")
     return dict(
-        vocab=keys.int("vocab_size"), hidden=hidden, layers=keys.int("n_layer"), heads=heads, kv_heads=heads,
-        head_dim=_head_dim(keys, hidden, heads), intermediate=keys.int("n_inner", 4 * hidden),
-        tied=keys.flag("tie_word_embeddings", True), norm_has_bias=True, gated_mlp=False,
-        qkv_bias=True, out_bias=True, mlp_bias=True, positions=keys.int("n_positions"),
+        vocab=keys.int("vocab_size"),
+        hidden=hidden,
+        layers=keys.int("n_layer"),
+        heads=heads,
+        kv_heads=heads,
+        head_dim=_head_dim(keys, hidden, heads),
+        intermediate=keys.int("n_inner", 4 * hidden),
+        tied=keys.flag("tie_word_embeddings", True),
+        norm_has_bias=True,
+        gated_mlp=False,
+        qkv_bias=True,
+        out_bias=True,
+        mlp_bias=True,
+        positions=keys.int("n_positions"),
     )
 
 
@@ -135,8 +147,13 @@ def _llama_like(keys: _Keys) -> dict[str, Any]:
     _divides_heads(keys, heads, kv_heads)
     attention_bias = keys.flag("attention_bias", False)
     fields: dict[str, Any] = dict(
-        vocab=keys.int("vocab_size"), hidden=hidden, layers=keys.int("num_hidden_layers"), heads=heads,
-        kv_heads=kv_heads, head_dim=_head_dim(keys, hidden, heads), intermediate=keys.int("intermediate_size"),
+        vocab=keys.int("vocab_size"),
+        hidden=hidden,
+        layers=keys.int("num_hidden_layers"),
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=_head_dim(keys, hidden, heads),
+        intermediate=keys.int("intermediate_size"),
         # transformers' config classes for these families default to untied.
         tied=keys.flag("tie_word_embeddings", False),
         qkv_bias=attention_bias or family == "qwen2",  # Qwen2 always biases q, k and v
@@ -146,8 +163,10 @@ def _llama_like(keys: _Keys) -> dict[str, Any]:
     )
     if family == "mixtral":
         fields.update(
-            experts=keys.int("num_local_experts"), experts_per_token=keys.int("num_experts_per_tok"),
-            expert_intermediate=fields["intermediate"], moe_layers=fields["layers"],
+            experts=keys.int("num_local_experts"),
+            experts_per_token=keys.int("num_experts_per_tok"),
+            expert_intermediate=fields["intermediate"],
+            moe_layers=fields["layers"],
         )
     return fields
 
@@ -157,10 +176,17 @@ def _gemma2(keys: _Keys) -> dict[str, Any]:
     kv_heads = keys.int("num_key_value_heads", heads)
     _divides_heads(keys, heads, kv_heads)
     return dict(
-        vocab=keys.int("vocab_size"), hidden=hidden, layers=keys.int("num_hidden_layers"), heads=heads,
-        kv_heads=kv_heads, head_dim=keys.int("head_dim"), intermediate=keys.int("intermediate_size"),
-        tied=keys.flag("tie_word_embeddings", True), norms_per_layer=4,
-        qkv_bias=keys.flag("attention_bias", False), out_bias=keys.flag("attention_bias", False),
+        vocab=keys.int("vocab_size"),
+        hidden=hidden,
+        layers=keys.int("num_hidden_layers"),
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=keys.int("head_dim"),
+        intermediate=keys.int("intermediate_size"),
+        tied=keys.flag("tie_word_embeddings", True),
+        norms_per_layer=4,
+        qkv_bias=keys.flag("attention_bias", False),
+        out_bias=keys.flag("attention_bias", False),
     )
 
 
@@ -172,17 +198,26 @@ def _deepseek(keys: _Keys) -> dict[str, Any]:
     moe_layers = sum(1 for i in range(layers) if i >= first_dense and i % frequency == 0) if experts else 0
     q_lora = keys.raw.get("q_lora_rank")
     return dict(
-        vocab=keys.int("vocab_size"), hidden=hidden, layers=layers, heads=heads,
-        kv_heads=keys.int("num_key_value_heads", heads), head_dim=keys.int("v_head_dim"),
-        intermediate=keys.int("intermediate_size"), tied=keys.flag("tie_word_embeddings", False),
-        experts=experts, experts_per_token=keys.int("num_experts_per_tok") if experts else 0,
+        vocab=keys.int("vocab_size"),
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        kv_heads=keys.int("num_key_value_heads", heads),
+        head_dim=keys.int("v_head_dim"),
+        intermediate=keys.int("intermediate_size"),
+        tied=keys.flag("tie_word_embeddings", False),
+        experts=experts,
+        experts_per_token=keys.int("num_experts_per_tok") if experts else 0,
         shared_experts=keys.int("n_shared_experts", 0, minimum=0) if experts else 0,
-        expert_intermediate=keys.int("moe_intermediate_size") if experts else 0, moe_layers=moe_layers,
+        expert_intermediate=keys.int("moe_intermediate_size") if experts else 0,
+        moe_layers=moe_layers,
         # V3's aux-loss-free routing keeps a learned per-expert bias (e_score_correction_bias).
         router_bias=keys.raw.get("topk_method") == "noaux_tc",
         q_lora_rank=0 if q_lora is None else keys.int("q_lora_rank"),
-        kv_lora_rank=keys.int("kv_lora_rank"), qk_nope_dim=keys.int("qk_nope_head_dim"),
-        qk_rope_dim=keys.int("qk_rope_head_dim"), v_head_dim=keys.int("v_head_dim"),
+        kv_lora_rank=keys.int("kv_lora_rank"),
+        qk_nope_dim=keys.int("qk_nope_head_dim"),
+        qk_rope_dim=keys.int("qk_rope_head_dim"),
+        v_head_dim=keys.int("v_head_dim"),
         qkv_bias=keys.flag("attention_bias", False),
     )
 
@@ -214,6 +249,9 @@ def read_config(raw: object, name: str) -> ModelConfig:
         quantization = str(quant.get("quant_method", "")) + (f" {quant['fmt']}" if "fmt" in quant else "")
     dtype = raw.get("torch_dtype")
     return ModelConfig(
-        name=name, family=family, torch_dtype=dtype if isinstance(dtype, str) else "",
-        quantization=quantization, **fields,
+        name=name,
+        family=family,
+        torch_dtype=dtype if isinstance(dtype, str) else "",
+        quantization=quantization,
+        **fields,
     )

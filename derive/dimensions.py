@@ -58,8 +58,7 @@ def unit_of(expr: sympy.Basic) -> pint.Unit:
         for arg in expr.args:
             if unit_of(arg).dimensionality:
                 raise UnitError(
-                    f"the argument of {type(expr).__name__} must be a pure number, "
-                    f"but `{arg}` is {_name(unit_of(arg))}"
+                    f"the argument of {type(expr).__name__} must be a pure number, but `{arg}` is {_name(unit_of(arg))}"
                 )
         return reg.dimensionless
     raise UnitError(f"cannot check the units of `{expr}` ({type(expr).__name__})")
@@ -68,11 +67,9 @@ def unit_of(expr: sympy.Basic) -> pint.Unit:
 def _agreeing(args: tuple[sympy.Basic, ...] | list[sympy.Basic], what: str) -> pint.Unit:
     units = [unit_of(arg) for arg in args]
     first = units[0]
-    for arg, u in zip(args[1:], units[1:]):
+    for arg, u in zip(args[1:], units[1:], strict=False):
         if u.dimensionality != first.dimensionality:
-            raise UnitError(
-                f"{what} disagree: `{args[0]}` is {_name(first)} but `{arg}` is {_name(u)}"
-            )
+            raise UnitError(f"{what} disagree: `{args[0]}` is {_name(first)} but `{arg}` is {_name(u)}")
     return first
 
 

@@ -55,8 +55,7 @@ def _substitute(expr: sympy.Basic, substitution: dict[sympy.Symbol, sympy.Expr])
     args = [_substitute(arg, substitution) for arg in expr.args]
     if isinstance(expr, sympy.Pow):
         base, exponent = args
-        if (base.is_Rational and not base.is_Integer and exponent.is_Integer
-                and abs(exponent) > _EXACT_POWER_LIMIT):
+        if base.is_Rational and not base.is_Integer and exponent.is_Integer and abs(exponent) > _EXACT_POWER_LIMIT:
             return sympy.Float(base, 40) ** exponent
     return expr.func(*args)
 

@@ -17,11 +17,18 @@ def pyplot():  # type: ignore[no-untyped-def]
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({
-        "svg.hashsalt": "derive",  # fixed ids: the same figure gives the same SVG bytes
-        "figure.figsize": (6.4, 4.0), "figure.dpi": 100, "font.size": 10,
-        "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
-    })
+    plt.rcParams.update(
+        {
+            "svg.hashsalt": "derive",  # fixed ids: the same figure gives the same SVG bytes
+            "figure.figsize": (6.4, 4.0),
+            "figure.dpi": 100,
+            "font.size": 10,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+        }
+    )
     return plt
 
 
@@ -47,21 +54,30 @@ def roofline(stem: Path, peak: float, bandwidth: float, points: Sequence[tuple[s
     ax.loglog(x, np.minimum(peak, x * bandwidth) / 1e12, color="black", lw=1.5, label="roofline")
     ax.axvline(ridge, color="grey", ls=":", lw=1)
     # The ridge label stands low beside its line, clear of the points on the roof.
-    ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, lo * bandwidth / 1e12), textcoords="offset points",
-                xytext=(4, 4), fontsize=8, color="grey", rotation=90)
+    ax.annotate(
+        f"ridge {ridge:.0f} FLOP/B",
+        (ridge, lo * bandwidth / 1e12),
+        textcoords="offset points",
+        xytext=(4, 4),
+        fontsize=8,
+        color="grey",
+        rotation=90,
+    )
     for i, (label, intensity) in enumerate(points):
         attained = min(peak, intensity * bandwidth) / 1e12
         ax.plot([intensity], [attained], "o", ms=6)
-        ax.annotate(label, (intensity, attained), textcoords="offset points", xytext=(6, -12 - 10 * (i % 2)),
-                    fontsize=8)
+        ax.annotate(
+            label, (intensity, attained), textcoords="offset points", xytext=(6, -12 - 10 * (i % 2)), fontsize=8
+        )
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attainable (TFLOP/s)")
     ax.set_title(title, fontsize=10)
     save(fig, stem)
 
 
-def throughput_against_batch(stem: Path, batches: Any, throughput: Any, knee: float | None, max_batch: float,
-                             ceiling: float, title: str) -> None:
+def throughput_against_batch(
+    stem: Path, batches: Any, throughput: Any, knee: float | None, max_batch: float, ceiling: float, title: str
+) -> None:
     plt = pyplot()
     fig, ax = plt.subplots()
     ax.plot(batches, throughput, color="C0", lw=1.5, label="roofline throughput")
@@ -76,8 +92,9 @@ def throughput_against_batch(stem: Path, batches: Any, throughput: Any, knee: fl
     save(fig, stem)
 
 
-def bytes_against_context(stem: Path, contexts: Any, kv_bytes: Any, weight_bytes: float, crossover: float,
-                          title: str) -> None:
+def bytes_against_context(
+    stem: Path, contexts: Any, kv_bytes: Any, weight_bytes: float, crossover: float, title: str
+) -> None:
     plt = pyplot()
     fig, ax = plt.subplots()
     ax.plot(contexts, kv_bytes / 1e9, color="C0", lw=1.5, label="KV bytes read per step")
@@ -123,10 +140,10 @@ def seat_timeline(stem: Path, timelines: dict[str, Any], seats: int, title: str,
     fig, axes = plt.subplots(len(timelines), 1, sharex=True, figsize=(6.4, 1.6 * len(timelines) + 0.8))
     end = max((points[-1][0] for points in timelines.values() if points), default=1.0)
     horizon = horizon or end / 4
-    for i, (ax, (policy, points)) in enumerate(zip(axes, timelines.items())):
+    for i, (ax, (policy, points)) in enumerate(zip(axes, timelines.items(), strict=False)):
         shown = [(t, b) for t, b in points if t <= horizon]
         if shown:
-            times, busy = zip(*shown)
+            times, busy = zip(*shown, strict=False)
             ax.fill_between(times, busy, step="post", color=f"C{i}", alpha=0.6, lw=0)
         ax.axhline(seats, color="grey", ls=":", lw=1)
         ax.set_ylim(0, seats * 1.1)
@@ -136,8 +153,9 @@ def seat_timeline(stem: Path, timelines: dict[str, Any], seats: int, title: str,
     save(fig, stem)
 
 
-def measured_roofline(stem: Path, peak: float, bandwidth: float, points: Sequence[tuple[str, float, float]],
-                      title: str) -> None:
+def measured_roofline(
+    stem: Path, peak: float, bandwidth: float, points: Sequence[tuple[str, float, float]], title: str
+) -> None:
     """The roofline of measured ceilings, with each phase at (intensity, achieved FLOP/s)."""
     import numpy as np
 

@@ -83,7 +83,7 @@ class Library:
         self._by_symbol[formula.defines.symbol] = formula
         return formula
 
-    def extended(self, formulas: "tuple[Formula, ...] | list[Formula]") -> "Library":
+    def extended(self, formulas: tuple[Formula, ...] | list[Formula]) -> Library:
         """A copy of this library with more formulas (a model's own, say)."""
         copy = Library()
         copy._by_name, copy._by_symbol = dict(self._by_name), dict(self._by_symbol)

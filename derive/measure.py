@@ -92,8 +92,11 @@ def machine() -> dict[str, Any]:
     except OSError:
         pass
     return {
-        "cpu": cpu, "cores": os.cpu_count(), "system": f"{platform.system()} {platform.machine()}",
-        "python": platform.python_version(), "numpy": np.__version__,
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "system": f"{platform.system()} {platform.machine()}",
+        "python": platform.python_version(),
+        "numpy": np.__version__,
         "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or "BLAS default",
     }
 
@@ -112,8 +115,12 @@ def copy_ceiling(plan: Plan) -> Ceiling:
     src = np.ones(plan.copy_bytes // 4, dtype=np.float32)
     dst = np.empty_like(src)
     seconds = _median_seconds(lambda: np.copyto(dst, src), plan.repeats)
-    return Ceiling("copy bandwidth", 2 * src.nbytes / seconds, "byte/second",
-                   f"np.copyto of {src.nbytes / 2**20:.0f} MiB float32, read + write counted, median of {plan.repeats}")
+    return Ceiling(
+        "copy bandwidth",
+        2 * src.nbytes / seconds,
+        "byte/second",
+        f"np.copyto of {src.nbytes / 2**20:.0f} MiB float32, read + write counted, median of {plan.repeats}",
+    )
 
 
 def matmul_ceiling(plan: Plan) -> Ceiling:
@@ -121,8 +128,12 @@ def matmul_ceiling(plan: Plan) -> Ceiling:
     a = rng.standard_normal((plan.matmul_n, plan.matmul_n), dtype=np.float32)
     b = rng.standard_normal((plan.matmul_n, plan.matmul_n), dtype=np.float32)
     seconds = _median_seconds(lambda: a @ b, plan.repeats)
-    return Ceiling("float32 matmul", 2 * plan.matmul_n**3 / seconds, "FLOP/second",
-                   f"{plan.matmul_n}x{plan.matmul_n} @ {plan.matmul_n}x{plan.matmul_n} float32, median of {plan.repeats}")
+    return Ceiling(
+        "float32 matmul",
+        2 * plan.matmul_n**3 / seconds,
+        "FLOP/second",
+        f"{plan.matmul_n}x{plan.matmul_n} @ {plan.matmul_n}x{plan.matmul_n} float32, median of {plan.repeats}",
+    )
 
 
 class Gpt2:
@@ -137,9 +148,21 @@ class Gpt2:
             return (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float32)
 
         self.wte, self.wpe = w(cfg.vocab, d), w(cfg.positions, d)
-        self.layers = [dict(ln1=(np.ones(d, np.float32), np.zeros(d, np.float32)), qkv=w(d, 3 * d), qkv_b=w(3 * d),
-                            proj=w(d, d), proj_b=w(d), ln2=(np.ones(d, np.float32), np.zeros(d, np.float32)),
-                            fc=w(d, f), fc_b=w(f), out=w(f, d), out_b=w(d)) for _ in range(cfg.layers)]
+        self.layers = [
+            dict(
+                ln1=(np.ones(d, np.float32), np.zeros(d, np.float32)),
+                qkv=w(d, 3 * d),
+                qkv_b=w(3 * d),
+                proj=w(d, d),
+                proj_b=w(d),
+                ln2=(np.ones(d, np.float32), np.zeros(d, np.float32)),
+                fc=w(d, f),
+                fc_b=w(f),
+                out=w(f, d),
+                out_b=w(d),
+            )
+            for _ in range(cfg.layers)
+        ]
         self.ln_f = (np.ones(d, np.float32), np.zeros(d, np.float32))
 
     @staticmethod
@@ -155,8 +178,10 @@ class Gpt2:
     def empty_cache(self, batch: int, context: int) -> list[list[np.ndarray]]:
         rng = np.random.default_rng(1)
         shape = (batch, self.heads, context, self.head_dim)
-        return [[rng.standard_normal(shape, dtype=np.float32), rng.standard_normal(shape, dtype=np.float32)]
-                for _ in self.layers]
+        return [
+            [rng.standard_normal(shape, dtype=np.float32), rng.standard_normal(shape, dtype=np.float32)]
+            for _ in self.layers
+        ]
 
     def forward(self, tokens: np.ndarray, start: int, cache: list[list[np.ndarray]] | None) -> np.ndarray:
         """Logits for tokens (batch, T) at positions start..start+T-1, attending to `cache` first."""
@@ -164,7 +189,7 @@ class Gpt2:
         h, dh = self.heads, self.head_dim
         # Rows are (batch x T) tokens: 2-D matmuls take BLAS's fast path (3-D ones against a
         # transposed matrix do not).
-        x = (self.wte[tokens] + self.wpe[start:start + t]).reshape(b * t, -1)
+        x = (self.wte[tokens] + self.wpe[start : start + t]).reshape(b * t, -1)
         for i, layer in enumerate(self.layers):
             qkv = self._norm(x, layer["ln1"]) @ layer["qkv"] + layer["qkv_b"]
             q, k, v = (part.reshape(b, t, h, dh).transpose(0, 2, 1, 3) for part in np.split(qkv, 3, axis=-1))
@@ -193,9 +218,17 @@ def _library_costs(model: Model, batch: int, tokens: int, phase: str) -> tuple[s
     values: dict[Any, sympy.Expr] = {**shapes}
     for target in (sym.N, sym.N_mm):
         values[target] = evaluate(target.symbol, dict(shapes), library)
-    values.update({sym.b_w: sympy.Integer(4), sym.b_kv: sympy.Integer(4), sym.B: sympy.Integer(batch),
-                   sym.tau: sympy.Integer(1), sym.n: sympy.Integer(1), pf.eta_f: sympy.Integer(1),
-                   pf.eta_bw: sympy.Integer(1)})
+    values.update(
+        {
+            sym.b_w: sympy.Integer(4),
+            sym.b_kv: sympy.Integer(4),
+            sym.B: sympy.Integer(batch),
+            sym.tau: sympy.Integer(1),
+            sym.n: sympy.Integer(1),
+            pf.eta_f: sympy.Integer(1),
+            pf.eta_bw: sympy.Integer(1),
+        }
+    )
     if phase == "decode":
         values[sym.S] = sympy.Integer(tokens)
         moved = evaluate(sym.W.symbol + sym.kv_total.symbol, values, library)
@@ -212,7 +245,9 @@ def run(plan: Plan, progress: Callable[[str], None] = lambda _: None) -> Measure
     cfg = base.config
     if plan.layers or plan.vocab:
         cfg = replace(cfg, layers=plan.layers or cfg.layers, vocab=plan.vocab or cfg.vocab)
-    model = replace(base, config=cfg, title=base.title + (" (quick: fewer layers and vocabulary)" if cfg != base.config else ""))
+    model = replace(
+        base, config=cfg, title=base.title + (" (quick: fewer layers and vocabulary)" if cfg != base.config else "")
+    )
     model.__dict__.pop("formulas", None)  # the shapes changed: rebuild the count formulas
     result = Measurement(machine(), {**asdict(plan), "model": model.title, "layers": cfg.layers, "vocab": cfg.vocab})
     progress("measuring the copy ceiling")
@@ -226,8 +261,14 @@ def run(plan: Plan, progress: Callable[[str], None] = lambda _: None) -> Measure
     for batch in plan.batches:
         cache = net.empty_cache(batch, plan.decode_context)
         token = np.zeros((batch, 1), dtype=np.int64)
-        runs.append((f"decode, batch {batch}", batch, plan.decode_context,
-                     lambda cache=cache, token=token: net.forward(token, plan.decode_context, cache)))
+        runs.append(
+            (
+                f"decode, batch {batch}",
+                batch,
+                plan.decode_context,
+                lambda cache=cache, token=token: net.forward(token, plan.decode_context, cache),
+            )
+        )
     prompt = np.zeros((1, plan.prompt), dtype=np.int64)
     runs.append((f"prefill, {plan.prompt} tokens", 1, plan.prompt, lambda: net.forward(prompt, 0, None)))
     for name, batch, tokens, work in runs:
@@ -254,28 +295,40 @@ def report(result: Measurement) -> str:
     from derive.units import format_quantity
 
     m = result.machine
-    lines = [f"derive measure: {m['cpu']} ({m['cores']} cores, {m['system']}), numpy {m['numpy']}, "
-             f"BLAS threads: {m['blas_threads']}", "", "Ceilings"]
+    lines = [
+        f"derive measure: {m['cpu']} ({m['cores']} cores, {m['system']}), numpy {m['numpy']}, "
+        f"BLAS threads: {m['blas_threads']}",
+        "",
+        "Ceilings",
+    ]
     for c in result.ceilings:
         lines.append(f"  {c.name:<16} {format_quantity(c.value, c.unit):>14}   {c.how}")
     ridge = result.ceilings[1].value / result.ceilings[0].value
     lines += [f"  ridge            {ridge:>10.1f} FLOP/B", "", f"Phases ({result.plan['model']}, float32)"]
-    lines.append(f"  {'phase':<22} {'bytes':>10} {'FLOPs':>12} {'FLOP/B':>8} {'time':>10} {'roofline':>10} "
-                 f"{'of copy':>8} {'of matmul':>9}  bound")
+    lines.append(
+        f"  {'phase':<22} {'bytes':>10} {'FLOPs':>12} {'FLOP/B':>8} {'time':>10} {'roofline':>10} "
+        f"{'of copy':>8} {'of matmul':>9}  bound"
+    )
     for p in result.phases:
         lines.append(
             f"  {p.name:<22} {format_quantity(p.bytes, 'byte'):>10} {format_quantity(p.flops, 'FLOP'):>12} "
             f"{p.intensity:>8.2f} {format_quantity(p.seconds, 'second'):>10} "
             f"{format_quantity(p.predicted_seconds, 'second'):>10} {p.bandwidth_fraction:>8.0%} "
-            f"{p.flops_fraction:>9.0%}  {p.bound}")
-    lines += ["", "Bytes and FLOPs come from the formula library (weights, KV cache and attention at each phase's "
-                  "context), the roofline time from the two measured ceilings."]
+            f"{p.flops_fraction:>9.0%}  {p.bound}"
+        )
+    lines += [
+        "",
+        "Bytes and FLOPs come from the formula library (weights, KV cache and attention at each phase's "
+        "context), the roofline time from the two measured ceilings.",
+    ]
     for p in result.phases:
         side = "left" if p.bound == "memory" else "right"
         fraction = p.bandwidth_fraction if p.bound == "memory" else p.flops_fraction
         ceiling = "copy" if p.bound == "memory" else "matmul"
-        lines.append(f"  {p.name}: {p.intensity:.3g} FLOP/B, {side} of the ridge at {ridge:.3g}: {p.bound}-bound, "
-                     f"at {fraction:.0%} of the {ceiling} ceiling")
+        lines.append(
+            f"  {p.name}: {p.intensity:.3g} FLOP/B, {side} of the ridge at {ridge:.3g}: {p.bound}-bound, "
+            f"at {fraction:.0%} of the {ceiling} ceiling"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -284,6 +337,10 @@ def draw(result: Measurement, stem: Any) -> None:
     from derive import figures
 
     copy, matmul = result.ceilings
-    figures.measured_roofline(stem, matmul.value, copy.value,
-                              [(p.name, p.intensity, p.achieved_flops) for p in result.phases],
-                              f"{result.machine['cpu']}: measured ceilings and phases")
+    figures.measured_roofline(
+        stem,
+        matmul.value,
+        copy.value,
+        [(p.name, p.intensity, p.achieved_flops) for p in result.phases],
+        f"{result.machine['cpu']}: measured ceilings and phases",
+    )

@@ -82,7 +82,9 @@ def givens_in_order(sheet: Sheet) -> list[Given]:
     computed: set[Sym] = set()
     shown: list[Given] = []
     for step in sheet.steps:
-        expr = step.expr if isinstance(step, Compute) else step.solution.closed_form if isinstance(step, Solve) else None
+        expr = (
+            step.expr if isinstance(step, Compute) else step.solution.closed_form if isinstance(step, Solve) else None
+        )
         if expr is None:
             continue
         for s in sorted(expr.free_symbols, key=lambda x: x.name):
@@ -96,8 +98,9 @@ def givens_in_order(sheet: Sheet) -> list[Given]:
     return shown
 
 
-def _worked(defines: Sym, expr: sympy.Expr, value: Any, sheet: Sheet, after_formula: str,
-            after_value: str = "") -> list[str]:
+def _worked(
+    defines: Sym, expr: sympy.Expr, value: Any, sheet: Sheet, after_formula: str, after_value: str = ""
+) -> list[str]:
     """Three lines: symbolic, substituted, result (handcalcs' order)."""
     name = text(defines.symbol)
     pad = " " * len(name)
@@ -119,7 +122,9 @@ def render_text(sheet: Sheet) -> str:
     width = max((len(text(g.sym.symbol)) for g in givens), default=1)
     for g in givens:
         note = f"  [{g.note}]" if g.note else ""
-        lines.append(f"  {text(g.sym.symbol):<{width}} = {format_quantity(g.value, g.sym.unit):<26} {g.sym.meaning}{note}")
+        lines.append(
+            f"  {text(g.sym.symbol):<{width}} = {format_quantity(g.value, g.sym.unit):<26} {g.sym.meaning}{note}"
+        )
     for step in sheet.steps:
         if isinstance(step, Heading):
             lines += ["", step.text]
@@ -166,9 +171,12 @@ def to_json(sheet: Sheet) -> str:
 
 def answer_json(answer: Any) -> str:
     """An answer as JSON: the question, its inputs, the headline results and each section's results."""
+
     def results_of(results: dict) -> dict:  # type: ignore[type-arg]
-        return {r.name: {"value": _json_value(r.value), "unit": base_unit_text(r.unit) if r.unit else None}
-                for r in results.values()}
+        return {
+            r.name: {"value": _json_value(r.value), "unit": base_unit_text(r.unit) if r.unit else None}
+            for r in results.values()
+        }
 
     payload = {
         "question": {"id": answer.question.id, "title": answer.question.title, "source": answer.question.source},

@@ -7,7 +7,6 @@ object builds a sheet step by step, evaluating each formula as it goes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 import sympy
 
@@ -57,7 +56,7 @@ class Note:
     text: str
 
 
-Step = Union[Heading, Given, Compute, Solve, Note]
+Step = Heading | Given | Compute | Solve | Note
 
 
 @dataclass(frozen=True)
@@ -111,16 +110,18 @@ class Work:
             self.result(result, formula.defines, value, formula.expr)
         return value
 
-    def solved(self, solution: Solution, defines: Sym, value: sympy.Expr | None, note: str = "",
-               result: str | None = None) -> None:
+    def solved(
+        self, solution: Solution, defines: Sym, value: sympy.Expr | None, note: str = "", result: str | None = None
+    ) -> None:
         if value is not None:
             self.values[defines] = value
         self.sheet.steps.append(Solve(solution, defines, value, note))
         if result:
             self.result(result, defines, value, solution.closed_form)
 
-    def result(self, name: str, sym: Sym | None, value: sympy.Expr | str | None,
-               expr: sympy.Expr | None = None, unit: str = "") -> None:
+    def result(
+        self, name: str, sym: Sym | None, value: sympy.Expr | str | None, expr: sympy.Expr | None = None, unit: str = ""
+    ) -> None:
         self.sheet.results[name] = Result(name, sym.unit if sym else unit, value, expr)
 
 

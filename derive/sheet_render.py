@@ -18,10 +18,31 @@ from derive.sheet import Compute, Figure, Given, Heading, Note, Prose, Quantity,
 from derive.symbols import Sym, lookup
 from derive.units import format_quantity
 
-_TEX_SPECIALS = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-                 "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}",
-                 "·": r"$\cdot$", "²": r"$^2$", "µ": r"$\mu$", "→": r"$\to$", "×": r"$\times$", "≈": r"$\approx$",
-                 "τ": r"$\tau$", "—": "---", "–": r"\textendash{}", "’": "'", "≤": r"$\le$", "≥": r"$\ge$", "∞": r"$\infty$"}
+_TEX_SPECIALS = {
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+    "·": r"$\cdot$",
+    "²": r"$^2$",
+    "µ": r"$\mu$",
+    "→": r"$\to$",
+    "×": r"$\times$",
+    "≈": r"$\approx$",
+    "τ": r"$\tau$",
+    "—": "---",
+    "–": r"\textendash{}",
+    "’": "'",
+    "≤": r"$\le$",
+    "≥": r"$\ge$",
+    "∞": r"$\infty$",
+}
 
 
 def tex_escape(text: str) -> str:
@@ -49,8 +70,14 @@ def quantity_latex(value: Any, unit: str = "") -> str:
         number_tex += rf"\times 10^{{{int(exponent)}}}"
     if not units:
         return number_tex
-    units_tex = (units.replace(" ", r"\ ").replace("·", r"\cdot ").replace("²", "^{2}").replace("³", "^{3}")
-                 .replace("µ", r"\mu ").replace("%", r"\%"))
+    units_tex = (
+        units.replace(" ", r"\ ")
+        .replace("·", r"\cdot ")
+        .replace("²", "^{2}")
+        .replace("³", "^{3}")
+        .replace("µ", r"\mu ")
+        .replace("%", r"\%")
+    )
     return rf"{number_tex}\,\mathrm{{{units_tex}}}"
 
 
@@ -95,16 +122,34 @@ def step_kind(step: object) -> str:
 def environment(fmt: str):  # type: ignore[no-untyped-def]
     import jinja2
 
-    options: dict[str, Any] = dict(loader=jinja2.PackageLoader("reports", "templates"), autoescape=False,
-                                   keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
-                                   undefined=jinja2.StrictUndefined)
+    options: dict[str, Any] = dict(
+        loader=jinja2.PackageLoader("reports", "templates"),
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
     if fmt == "tex":  # LaTeX is full of braces: use delimiters it never writes
-        options.update(block_start_string="((*", block_end_string="*))", variable_start_string="(((",
-                       variable_end_string=")))", comment_start_string="((=", comment_end_string="=))")
+        options.update(
+            block_start_string="((*",
+            block_end_string="*))",
+            variable_start_string="(((",
+            variable_end_string=")))",
+            comment_start_string="((=",
+            comment_end_string="=))",
+        )
     env = jinja2.Environment(**options)
     env.filters.update(
-        latex=latex, subs=substituted_latex, q=quantity_text, qtex=quantity_latex, tex=tex_escape,
-        prose=prose, kind=step_kind, how=how, sentence=sentence,
+        latex=latex,
+        subs=substituted_latex,
+        q=quantity_text,
+        qtex=quantity_latex,
+        tex=tex_escape,
+        prose=prose,
+        kind=step_kind,
+        how=how,
+        sentence=sentence,
     )
     env.globals.update(givens=givens_in_order, lookup=lookup)
     return env

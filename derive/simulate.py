@@ -81,8 +81,14 @@ def workload(count: int, shortest: int, longest: int, seed: int, rate: float | N
     return requests
 
 
-def simulate(policy: str, requests: Sequence[Request], times: StepTimes, seats: int,
-             max_wait: float = 0.05, record_timeline: bool = False) -> Outcome:
+def simulate(
+    policy: str,
+    requests: Sequence[Request],
+    times: StepTimes,
+    seats: int,
+    max_wait: float = 0.05,
+    record_timeline: bool = False,
+) -> Outcome:
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}")
     if policy == "continuous":
@@ -90,8 +96,9 @@ def simulate(policy: str, requests: Sequence[Request], times: StepTimes, seats: 
     return _batched(requests, times, seats, max_wait if policy == "dynamic" else math.inf, policy, record_timeline)
 
 
-def _batched(requests: Sequence[Request], times: StepTimes, seats: int, max_wait: float, policy: str,
-             record: bool) -> Outcome:
+def _batched(
+    requests: Sequence[Request], times: StepTimes, seats: int, max_wait: float, policy: str, record: bool
+) -> Outcome:
     out = Outcome(policy, [0.0] * len(requests), [0.0] * len(requests))
     now, nxt = 0.0, 0  # nxt: the first request not yet in a batch
     while nxt < len(requests):

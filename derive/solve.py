@@ -77,9 +77,7 @@ def solve(lhs: sympy.Expr, rhs: sympy.Expr, unknown: Sym, library: Library = LIB
     closed = real[0]
     found = unit_of(closed)
     if found.dimensionality != unit(unknown.unit).dimensionality:
-        raise UnitError(
-            f"the solution for {unknown.key} is [{format(found, 'C')}], not [{unknown.unit}]"
-        )
+        raise UnitError(f"the solution for {unknown.key} is [{format(found, 'C')}], not [{unknown.unit}]")
     return Solution(unknown, "solve", lhs, rhs, unknown, closed, tuple(real))
 
 

@@ -45,13 +45,17 @@ def parse_axis(name: str, text: str) -> list[Any]:
         if match:
             start, stop, step = int(match[1]), int(match[2]), int(match[3] or 1)
             if step < 1 or stop < start:
-                raise DeriveError(f"--{name} '{part}' is not an increasing range",
-                                  "Write START:STOP or START:STOP:STEP with STOP >= START and STEP >= 1")
+                raise DeriveError(
+                    f"--{name} '{part}' is not an increasing range",
+                    "Write START:STOP or START:STOP:STEP with STOP >= START and STEP >= 1",
+                )
             out.extend(range(start, stop + 1, step))
         elif part.strip().isdigit():
             out.append(int(part))
         else:
-            raise DeriveError(f"--{name} '{part}' is not a number or a range", "For example 1,2,4 or 1:64 or 128:4096:128")
+            raise DeriveError(
+                f"--{name} '{part}' is not a number or a range", "For example 1,2,4 or 1:64 or 128:4096:128"
+            )
     if any(v < 1 for v in out):
         raise DeriveError(f"--{name} must be at least 1", f"Fix --{name} '{text}'")
     return out
@@ -67,12 +71,15 @@ class Target:
 
 def predict_target() -> Target:
     """TTFT, TPOT, throughput and end-to-end latency: the roofline predictor of `derive predict`."""
-    return Target("predict", {
-        "ttft": (pf.ttft.symbol, "second"),
-        "tpot": (pf.tpot.symbol, "second"),
-        "throughput": (pf.R_dec.symbol, "token/second"),
-        "e2e_latency": (pf.e2e.symbol, "second"),
-    })
+    return Target(
+        "predict",
+        {
+            "ttft": (pf.ttft.symbol, "second"),
+            "tpot": (pf.tpot.symbol, "second"),
+            "throughput": (pf.R_dec.symbol, "token/second"),
+            "e2e_latency": (pf.e2e.symbol, "second"),
+        },
+    )
 
 
 def formula_target(name: str) -> Target:
@@ -99,14 +106,24 @@ def _fixed_values(model_name: str, gpu_name: str, dtype: str) -> tuple[dict[Sym,
     for target in (sym.N, sym.N_mm, sym.N_act, sym.N_emb):
         values[target] = evaluate(target.symbol, dict(values), library)
     kv = dtype if dtype in ("fp32", "fp16", "bf16", "fp8") else "bf16"
-    values.update({sym.b_w: dtype_bytes(dtype), sym.b_kv: dtype_bytes(kv), sym.tau: sympy.Integer(1),
-                   sym.BW: gpu.bandwidth, sym.P: gpu.peak(dtype)[0], sym.M: gpu.memory,
-                   pf.eta_bw: sympy.Integer(1), pf.eta_f: sympy.Integer(1)})
+    values.update(
+        {
+            sym.b_w: dtype_bytes(dtype),
+            sym.b_kv: dtype_bytes(kv),
+            sym.tau: sympy.Integer(1),
+            sym.BW: gpu.bandwidth,
+            sym.P: gpu.peak(dtype)[0],
+            sym.M: gpu.memory,
+            pf.eta_bw: sympy.Integer(1),
+            pf.eta_f: sympy.Integer(1),
+        }
+    )
     return values, library
 
 
-def compile_combination(target: Target, model: str, gpu: str, dtype: str, axes: Sequence[str],
-                        defaults: dict[str, int]) -> Compiled:
+def compile_combination(
+    target: Target, model: str, gpu: str, dtype: str, axes: Sequence[str], defaults: dict[str, int]
+) -> Compiled:
     values, library = _fixed_values(model, gpu, dtype)
     swept = [AXES[a] for a in axes]
     for axis, value in defaults.items():  # numeric inputs held fixed
@@ -125,8 +142,9 @@ def compile_combination(target: Target, model: str, gpu: str, dtype: str, axes: 
     return Compiled({"model": model, "gpu": gpu, "dtype": dtype}, functions, fits, tuple(axes))
 
 
-def _compile(expr: sympy.Expr, swept: list[Sym], values: dict[Sym, sympy.Expr], library: Library,
-             predict: bool) -> Callable[..., Any]:
+def _compile(
+    expr: sympy.Expr, swept: list[Sym], values: dict[Sym, sympy.Expr], library: Library, predict: bool
+) -> Callable[..., Any]:
     full = sympy.sympify(expr)
     for variable in swept + ([sym.S] if predict else []):
         full = inline(full, variable, library)
@@ -180,7 +198,7 @@ def evaluate_compiled(compiled: Compiled, grid: Grid, chunk: int = CHUNK) -> Ite
         index = np.arange(begin, min(begin + chunk, points))
         coords = np.unravel_index(index, shape) if shape else ()
         args = [arrays[i][c] for i, c in enumerate(coords)]
-        columns: dict[str, Any] = dict(zip(axes, args))
+        columns: dict[str, Any] = dict(zip(axes, args, strict=False))
         for column, function in compiled.functions.items():
             columns[column] = np.broadcast_to(function(*args), index.shape)
         columns["fits"] = np.broadcast_to(compiled.fits(*args), index.shape)
@@ -202,8 +220,9 @@ def write(target: Target, grid: Grid, out: Any, fmt: str = "csv", progress: Call
         if fmt == "csv":
             prefix = ",".join(labels[c] for c in CATEGORICAL)
             spec = ",".join([prefix] + ["%d"] * len(axes) + ["%.6g"] * len(outputs) + ["%d"])
-            table = np.column_stack([columns[a] for a in axes] + [columns[c] for c in outputs]
-                                    + [columns["fits"].astype(np.int8)])
+            table = np.column_stack(
+                [columns[a] for a in axes] + [columns[c] for c in outputs] + [columns["fits"].astype(np.int8)]
+            )
             np.savetxt(out, table, fmt=spec)
         else:
             for i in range(count):
@@ -220,4 +239,5 @@ def write(target: Target, grid: Grid, out: Any, fmt: str = "csv", progress: Call
 
 def _unit_suffix(unit: str) -> str:
     return {"second": "s", "token/second": "token_per_s", "byte": "byte", "FLOP": "flop"}.get(
-        unit, unit.replace("/", "_per_").replace("*", "_"))
+        unit, unit.replace("/", "_per_").replace("*", "_")
+    )

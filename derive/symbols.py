@@ -50,7 +50,9 @@ def define(key: str, name: str, unit_text: str, latex: str, meaning: str, value:
     """Create and register a symbol; its unit must be in base units so values stay coherent."""
     unit(unit_text)  # an unknown unit fails here, at definition
     if to_base_factor(unit_text) != 1:
-        raise UnitError(f"symbol {key}: unit '{unit_text}' is not in base units", "Declare it in byte, second, FLOP, ...")
+        raise UnitError(
+            f"symbol {key}: unit '{unit_text}' is not in base units", "Declare it in byte, second, FLOP, ..."
+        )
     sym = Sym(key, name, unit_text, latex, meaning, None if value is None else sympy.Rational(value))
     existing = _BY_KEY.get(key) or _BY_SYMBOL.get(sym.symbol)
     if existing is not None:

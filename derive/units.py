@@ -99,7 +99,7 @@ def parse_quantity(text: str, expected: str, option: str = "") -> sympy.Rational
 
 
 def format_quantity(value: object, unit_text: str, digits: int = 4) -> str:
-    """A value in base units printed readably: 1.68e9 byte -> '1.68 GB', 5.85e11 parameter -> '585.3 billion parameters'."""
+    """A value in base units printed readably: 1.68e9 byte -> '1.68 GB', 5.85e11 parameter -> '585.3 billion'."""
     exact = sympy.sympify(value)
     number = float(exact)
     if not unit_text:

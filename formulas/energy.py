@@ -14,11 +14,13 @@ E_step = define("step_energy", "E_step", "joule", r"E_{step}", "energy the accel
 e_tok = define("energy_per_token", "e_tok", "joule/token", r"e_{tok}", "energy per output token")
 
 step_energy = formula(
-    E_step, P_acc.symbol * n.symbol * t_step.symbol,
+    E_step,
+    P_acc.symbol * n.symbol * t_step.symbol,
     "n accelerators at their datasheet power (TDP) for one roofline step; an upper bound on their draw.",
 )
 
 energy_per_token = formula(
-    e_tok, E_step.symbol / (B.symbol * tau.symbol),
+    e_tok,
+    E_step.symbol / (B.symbol * tau.symbol),
     "One step's energy shared by the B·tau tokens it produces: power over throughput.",
 )

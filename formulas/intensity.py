@@ -12,16 +12,22 @@ from formulas.notation import BW, B, P, a, b_w, c_mac, k, tau
 
 I_w = define("gemm_intensity", "I_w", "FLOP/byte", r"I_{w}", "intensity of a weight GEMM (QKV, O, MLP, head) at decode")
 I_att = define("attention_intensity", "I_att", "FLOP/byte", r"I_{att}", "intensity of decode attention")
-I_ridge = define("ridge_intensity", "I_ridge", "FLOP/byte", r"I_{ridge}", "the accelerator's ridge point, FLOP/s per byte/s")
-B_flip = define("flip_batch", "B_flip", "sequence", r"B_{flip}", "batch above which weight GEMMs out-intensity attention")
+I_ridge = define(
+    "ridge_intensity", "I_ridge", "FLOP/byte", r"I_{ridge}", "the accelerator's ridge point, FLOP/s per byte/s"
+)
+B_flip = define(
+    "flip_batch", "B_flip", "sequence", r"B_{flip}", "batch above which weight GEMMs out-intensity attention"
+)
 
 gemm_intensity = formula(
-    I_w, c_mac.symbol * B.symbol * tau.symbol / b_w.symbol,
+    I_w,
+    c_mac.symbol * B.symbol * tau.symbol / b_w.symbol,
     "2 FLOPs per weight per token, B·tau tokens per weight read (scaling-book, 'All About Transformer Inference').",
 )
 
 attention_intensity = formula(
-    I_att, tau.symbol * a.symbol / k.symbol,
+    I_att,
+    tau.symbol * a.symbol / k.symbol,
     "FLOPs per cached byte: each query token of a sequence does a FLOPs per cached token, which costs k bytes. "
     "With n_h query heads over n_kv KV heads in 16 bits this is n_h/n_kv, whatever the batch.",
 )

@@ -31,22 +31,35 @@ d_v = define("v_head_dim", "d_v", "", "d_v", "MLA value head dimension")
 # Parameter counts, from the shapes (formulas/params.py).
 N = define("total_params", "N", "parameter", "N", "parameters in the checkpoint")
 N_act = define("active_params", "N_act", "parameter", r"N_{act}", "parameters one token uses")
-N_emb = define("embedding_params", "N_emb", "parameter", r"N_{emb}", "input embedding parameters (a lookup: no arithmetic)")
+N_emb = define(
+    "embedding_params", "N_emb", "parameter", r"N_{emb}", "input embedding parameters (a lookup: no arithmetic)"
+)
 N_attn = define("attention_params", "N_attn", "parameter", r"N_{attn}", "attention projection parameters")
 N_mlp = define("mlp_params", "N_mlp", "parameter", r"N_{mlp}", "dense MLP parameters")
 N_router = define("router_params", "N_router", "parameter", r"N_{router}", "MoE router parameters")
-N_routed = define("routed_expert_params", "N_routed", "parameter", r"N_{routed}", "routed expert parameters, all experts")
-N_routed_act = define("active_routed_params", "N_routed_act", "parameter", r"N_{routed,act}", "routed expert parameters one token uses")
+N_routed = define(
+    "routed_expert_params", "N_routed", "parameter", r"N_{routed}", "routed expert parameters, all experts"
+)
+N_routed_act = define(
+    "active_routed_params", "N_routed_act", "parameter", r"N_{routed,act}", "routed expert parameters one token uses"
+)
 N_shared = define("shared_expert_params", "N_shared", "parameter", r"N_{shared}", "shared expert parameters")
 N_norm = define("norm_params", "N_norm", "parameter", r"N_{norm}", "normalisation parameters (elementwise: no matmul)")
 N_head = define("head_params", "N_head", "parameter", r"N_{head}", "LM head parameters stored apart from the embedding")
-N_lm = define("lm_head_matmul_params", "N_lm", "parameter", r"N_{lm}", "parameters of the LM head matmul (V x d, tied or not)")
-N_mm = define("matmul_params", "N_mm", "parameter", r"N_{mm}", "parameters each token multiplies through (head included)")
+N_lm = define(
+    "lm_head_matmul_params", "N_lm", "parameter", r"N_{lm}", "parameters of the LM head matmul (V x d, tied or not)"
+)
+N_mm = define(
+    "matmul_params", "N_mm", "parameter", r"N_{mm}", "parameters each token multiplies through (head included)"
+)
 
 # Per-token cache and attention work, from the shapes.
 v_kv = define("kv_values_per_token", "v_kv", "1/token", r"v_{kv}", "values cached per token of context")
 a = define(
-    "attention_flops_per_cached_token", "a", "FLOP*sequence/token**2", "a",
+    "attention_flops_per_cached_token",
+    "a",
+    "FLOP*sequence/token**2",
+    "a",
     "attention FLOPs per query token, per cached token of its sequence",
 )
 
@@ -56,7 +69,11 @@ b_kv = define("kv_dtype_bytes", "b_kv", "byte", r"b_{kv}", "bytes per cached val
 
 # Constants.
 c_mac = constant(
-    "flops_per_mac", "c_MAC", 2, "FLOP/(parameter*token)", r"c_{\mathrm{MAC}}",
+    "flops_per_mac",
+    "c_MAC",
+    2,
+    "FLOP/(parameter*token)",
+    r"c_{\mathrm{MAC}}",
     "FLOPs per parameter per token: one multiply and one add",
 )
 
@@ -82,8 +99,14 @@ t_mem = define("memory_time", "t_mem", "second", r"t_{mem}", "time to read the s
 t_comp = define("compute_time", "t_comp", "second", r"t_{comp}", "time for the step's FLOPs at peak")
 t_step = define("step_time", "t_step", "second", r"t_{step}", "decode step time (roofline)")
 R = define("throughput", "R", "token/second", "R", "tokens per second, all sequences together")
-B_max = define("max_batch_by_memory", "B_max", "sequence", r"B_{max}", "most sequences the memory holds beside the weights")
+B_max = define(
+    "max_batch_by_memory", "B_max", "sequence", r"B_{max}", "most sequences the memory holds beside the weights"
+)
 B_knee = define("knee_batch", "B_knee", "sequence", r"B_{knee}", "batch where compute time meets memory time")
 S_knee = define("knee_context_limit", "S_knee", "token/sequence", r"S_{knee}", "context above which no knee exists")
-R_max = define("throughput_ceiling", "R_inf", "token/second", r"R_{\infty}", "throughput as the batch grows without bound")
-R_at_max = define("throughput_at_max_batch", "R_Bmax", "token/second", r"R(B_{max})", "throughput at the largest batch memory holds")
+R_max = define(
+    "throughput_ceiling", "R_inf", "token/second", r"R_{\infty}", "throughput as the batch grows without bound"
+)
+R_at_max = define(
+    "throughput_at_max_batch", "R_Bmax", "token/second", r"R(B_{max})", "throughput at the largest batch memory holds"
+)

@@ -72,13 +72,27 @@ def _count(defines: Sym, expr: sympy.Expr, source: str = _HF_MODELING) -> Formul
 
 
 def _shapes(cfg: ModelConfig) -> dict[Sym, int]:
-    values = {V: cfg.vocab, d: cfg.hidden, L: cfg.layers, n_h: cfg.heads, n_kv: cfg.kv_heads,
-              d_h: cfg.head_dim, d_ff: cfg.intermediate}
+    values = {
+        V: cfg.vocab,
+        d: cfg.hidden,
+        L: cfg.layers,
+        n_h: cfg.heads,
+        n_kv: cfg.kv_heads,
+        d_h: cfg.head_dim,
+        d_ff: cfg.intermediate,
+    }
     if cfg.positions:
         values[n_pos] = cfg.positions
     if cfg.is_moe:
-        values.update({E: cfg.experts, k_e: cfg.experts_per_token, d_e: cfg.expert_intermediate,
-                       L_e: cfg.moe_layers, L_d: cfg.dense_layers})
+        values.update(
+            {
+                E: cfg.experts,
+                k_e: cfg.experts_per_token,
+                d_e: cfg.expert_intermediate,
+                L_e: cfg.moe_layers,
+                L_d: cfg.dense_layers,
+            }
+        )
         if cfg.shared_experts:
             values[E_s] = cfg.shared_experts
     if cfg.is_mla:
@@ -156,8 +170,14 @@ def model_formulas(cfg: ModelConfig) -> ModelFormulas:
     totals = (
         total,
         *extra,
-        Formula(N_act, sum(active_terms), "Parameters on one token's path: the breakdown less the routed experts it skips."),
-        Formula(N_mm, sum(matmul_terms), "Active parameters less the embedding lookup and the norms, with the head's matmul."),
+        Formula(
+            N_act, sum(active_terms), "Parameters on one token's path: the breakdown less the routed experts it skips."
+        ),
+        Formula(
+            N_mm,
+            sum(matmul_terms),
+            "Active parameters less the embedding lookup and the norms, with the head's matmul.",
+        ),
     )
 
     if cfg.is_mla:
@@ -173,8 +193,11 @@ def model_formulas(cfg: ModelConfig) -> ModelFormulas:
     per_token = (
         _count(v_kv, cached, mla_source),
         # Per cached token, each query head does a score dot product and a weighted value sum.
-        _count(a, 2 * L.symbol * n_h.symbol * (score + value),
-               "QK^T and AV: one multiply-accumulate (two FLOPs) per head, layer and score or value element."),
+        _count(
+            a,
+            2 * L.symbol * n_h.symbol * (score + value),
+            "QK^T and AV: one multiply-accumulate (two FLOPs) per head, layer and score or value element.",
+        ),
     )
     shapes = {sym: sympy.Integer(v) for sym, v in _shapes(cfg).items()}
     return ModelFormulas(tuple(parts), totals, per_token, shapes)

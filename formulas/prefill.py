@@ -13,35 +13,45 @@ S_p = define("prompt", "S_p", "token/sequence", r"S_p", "prompt tokens per seque
 S_o = define("output", "S_o", "token/sequence", r"S_o", "output tokens per sequence")
 eta_bw = define("bandwidth_efficiency", "eta_bw", "", r"\eta_{bw}", "fraction of peak bandwidth achieved")
 eta_f = define("flops_efficiency", "eta_f", "", r"\eta_{f}", "fraction of peak FLOP/s achieved")
-t_pm = define("prefill_memory_time", "t_pm", "second", r"t_{pm}", "prefill time to read weights and write the prompt's KV")
+t_pm = define(
+    "prefill_memory_time", "t_pm", "second", r"t_{pm}", "prefill time to read weights and write the prompt's KV"
+)
 t_pc = define("prefill_compute_time", "t_pc", "second", r"t_{pc}", "prefill time for the prompt's FLOPs")
 ttft = define("ttft", "TTFT", "second", r"\mathrm{TTFT}", "time to first token: the prefill pass")
 tpot = define("tpot", "TPOT", "second", r"\mathrm{TPOT}", "time per output token: one decode step")
 e2e = define("e2e_latency", "T_e2e", "second", r"T_{e2e}", "end-to-end latency of a request")
 R_dec = define("decode_throughput", "R_dec", "token/second", r"R_{dec}", "decode tokens per second, all sequences")
 S_pref = define(
-    "compute_bound_prompt_tokens", "S_pc", "token/sequence", r"S_{pc}", "prompt length at which prefill turns compute-bound",
+    "compute_bound_prompt_tokens",
+    "S_pc",
+    "token/sequence",
+    r"S_{pc}",
+    "prompt length at which prefill turns compute-bound",
 )
 
 prefill_memory_time = formula(
-    t_pm, (W.symbol + B.symbol * S_p.symbol * k.symbol) / (n.symbol * eta_bw.symbol * BW.symbol),
+    t_pm,
+    (W.symbol + B.symbol * S_p.symbol * k.symbol) / (n.symbol * eta_bw.symbol * BW.symbol),
     "The prompt pass reads the weights once and writes each prompt token's KV.",
 )
 
 prefill_compute_time = formula(
-    t_pc, B.symbol * S_p.symbol * (F.symbol + S_p.symbol * a.symbol / 2) / (n.symbol * eta_f.symbol * P.symbol),
+    t_pc,
+    B.symbol * S_p.symbol * (F.symbol + S_p.symbol * a.symbol / 2) / (n.symbol * eta_f.symbol * P.symbol),
     "Every prompt token goes through the weights and attends causally to the S_p/2 tokens before it, on average.",
 )
 
 time_to_first_token = formula(ttft, sympy.Max(t_pm.symbol, t_pc.symbol), "Roofline of the prompt pass.")
 
 time_per_output_token = formula(
-    tpot, t_step.symbol / eta_bw.symbol,
+    tpot,
+    t_step.symbol / eta_bw.symbol,
     "One decode step at the mean context; decode is bandwidth-bound, so the bandwidth efficiency applies.",
 )
 
 e2e_latency = formula(
-    e2e, ttft.symbol + S_o.symbol * tpot.symbol / tau.symbol,
+    e2e,
+    ttft.symbol + S_o.symbol * tpot.symbol / tau.symbol,
     "The prompt pass, then S_o/tau decode steps.",
 )
 

@@ -10,23 +10,28 @@ from derive.formula import formula
 from formulas.notation import BW, B, B_max, F, M, P, R, S, W, a, kv_seq, kv_total, n, t_comp, t_mem, t_step, tau
 
 memory_time = formula(
-    t_mem, (W.symbol + kv_total.symbol) / (n.symbol * BW.symbol),
-    "Each decode step reads all weights and the batch's KV cache once (scaling-book, 'All About Transformer Inference').",
+    t_mem,
+    (W.symbol + kv_total.symbol) / (n.symbol * BW.symbol),
+    "Each decode step reads all weights and the batch's KV cache once (scaling-book, 'All About "
+    "Transformer Inference').",
 )
 
 compute_time = formula(
-    t_comp, B.symbol * tau.symbol * (F.symbol + S.symbol * a.symbol) / (n.symbol * P.symbol),
+    t_comp,
+    B.symbol * tau.symbol * (F.symbol + S.symbol * a.symbol) / (n.symbol * P.symbol),
     "Each sequence's new tokens go through the weights and attend over its cached context.",
 )
 
 step_time = formula(
-    t_step, sympy.Max(t_mem.symbol, t_comp.symbol),
+    t_step,
+    sympy.Max(t_mem.symbol, t_comp.symbol),
     "Roofline: a step takes as long as the slower of memory and compute (Williams et al. 2009).",
 )
 
 throughput = formula(R, B.symbol * tau.symbol / t_step.symbol, "Every sequence gains tau tokens per step.")
 
 max_batch_by_memory = formula(
-    B_max, sympy.floor((n.symbol * M.symbol - W.symbol) / kv_seq.symbol),
+    B_max,
+    sympy.floor((n.symbol * M.symbol - W.symbol) / kv_seq.symbol),
     "Memory left after the weights, divided by one sequence's cache.",
 )

@@ -19,119 +19,228 @@ from formulas.sharding import BW_link, b_a, v_d
 from formulas.utilisation import D_gpu, F_step, t_meas
 
 # The step budget.
-U_rep = define("reported_mbu", "MBU_rep", "", r"\mathrm{MBU}_{rep}",
-               "MBU a server reports: the bandwidth floor over the measured step")
-t_obs = define("step_time_at_reported_mbu", "t_obs_mbu", "second", r"t_{obs}",
-               "step time the reported MBU implies")
-m_ar = define("budget_allreduces_per_layer", "m_AR", "", r"m_{ar}",
-              "tensor-parallel all-reduces per layer (after attention and after the MLP)")
-alpha_ar = define("budget_allreduce_latency", "alpha_AR", "second", r"\alpha_{ar}",
-                  "fixed latency of one small all-reduce (launch and synchronisation)")
-t_ar = define("budget_allreduce_time", "t_AR", "second", r"t_{ar}",
-              "tensor-parallel all-reduce time of one decode step")
+U_rep = define(
+    "reported_mbu",
+    "MBU_rep",
+    "",
+    r"\mathrm{MBU}_{rep}",
+    "MBU a server reports: the bandwidth floor over the measured step",
+)
+t_obs = define("step_time_at_reported_mbu", "t_obs_mbu", "second", r"t_{obs}", "step time the reported MBU implies")
+m_ar = define(
+    "budget_allreduces_per_layer",
+    "m_AR",
+    "",
+    r"m_{ar}",
+    "tensor-parallel all-reduces per layer (after attention and after the MLP)",
+)
+alpha_ar = define(
+    "budget_allreduce_latency",
+    "alpha_AR",
+    "second",
+    r"\alpha_{ar}",
+    "fixed latency of one small all-reduce (launch and synchronisation)",
+)
+t_ar = define(
+    "budget_allreduce_time", "t_AR", "second", r"t_{ar}", "tensor-parallel all-reduce time of one decode step"
+)
 k_l = define("budget_kernels_per_layer", "k_ker", "", r"k_l", "kernels launched per layer in one step")
 t_k = define("budget_kernel_gap", "t_kgap", "second", r"t_k", "idle GPU time between two consecutive kernels")
-t_launch = define("budget_launch_gap_time", "t_gaps", "second", r"t_{launch}",
-                  "idle GPU time between the kernels of one step")
-t_bwl = define("budget_bandwidth_shortfall_time", "t_bwloss", "second", r"t_{bw}",
-               "extra time from reading at the achieved rather than the peak bandwidth")
-t_host = define("budget_host_time", "t_hostw", "second", r"t_{host}",
-                "host work per step outside the kernels: sampling, scheduling, Python")
-t_rest = define("budget_unattributed_time", "t_unattr", "second", r"t_{rest}",
-                "measured step time no bucket explains")
+t_launch = define(
+    "budget_launch_gap_time", "t_gaps", "second", r"t_{launch}", "idle GPU time between the kernels of one step"
+)
+t_bwl = define(
+    "budget_bandwidth_shortfall_time",
+    "t_bwloss",
+    "second",
+    r"t_{bw}",
+    "extra time from reading at the achieved rather than the peak bandwidth",
+)
+t_host = define(
+    "budget_host_time",
+    "t_hostw",
+    "second",
+    r"t_{host}",
+    "host work per step outside the kernels: sampling, scheduling, Python",
+)
+t_rest = define("budget_unattributed_time", "t_unattr", "second", r"t_{rest}", "measured step time no bucket explains")
 
 step_time_at_reported_mbu = formula(
-    t_obs, D_gpu.symbol / (U_rep.symbol * BW.symbol),
+    t_obs,
+    D_gpu.symbol / (U_rep.symbol * BW.symbol),
     "MBU = D_gpu / (t · BW) (formulas/utilisation.py) solved for the step time t.",
 )
 
 decode_allreduce_time = formula(
-    t_ar, L.symbol * m_ar.symbol * (alpha_ar.symbol + 2 * (n.symbol - 1) / n.symbol * B.symbol * tau.symbol
-                                     * v_d.symbol * b_a.symbol / BW_link.symbol),
+    t_ar,
+    L.symbol
+    * m_ar.symbol
+    * (
+        alpha_ar.symbol
+        + 2 * (n.symbol - 1) / n.symbol * B.symbol * tau.symbol * v_d.symbol * b_a.symbol / BW_link.symbol
+    ),
     "Megatron tensor parallelism sums each layer's attention and MLP outputs with one all-reduce each "
     "(Shoeybi et al. 2019, sec. 3); a ring all-reduce sends 2(n-1)/n of the B·tau x d activations from each "
     "accelerator (Patarasuk and Yuan 2009), after a fixed latency that dominates at decode's small messages.",
 )
 
 launch_gap_time = formula(
-    t_launch, L.symbol * k_l.symbol * t_k.symbol,
+    t_launch,
+    L.symbol * k_l.symbol * t_k.symbol,
     "Every kernel of every layer leaves the GPU idle for the launch gap before the next one starts "
     "(a profiler trace shows these as gaps on the stream; CUDA graphs remove most of them).",
 )
 
 bandwidth_shortfall_time = formula(
-    t_bwl, t_mem.symbol * (1 / eta_bw.symbol - 1),
+    t_bwl,
+    t_mem.symbol * (1 / eta_bw.symbol - 1),
     "Reading the step's bytes at a fraction eta_bw of the peak takes t_mem / eta_bw instead of t_mem.",
 )
 
 unattributed_step_time = formula(
-    t_rest, t_meas.symbol - t_step.symbol - t_ar.symbol - t_launch.symbol - t_bwl.symbol - t_host.symbol,
+    t_rest,
+    t_meas.symbol - t_step.symbol - t_ar.symbol - t_launch.symbol - t_bwl.symbol - t_host.symbol,
     "The measured step less the floor and each bucket: what the assumptions leave for a profiler to find.",
 )
 
 # Dashboard MBU with one operand wrong.
-K_p = define("mbu_kv_bytes_at_prompt", "K_prompt", "byte", r"K_{p}", "KV-cache bytes of the batch counted at the prompt length")
-t_wall = define("mbu_wall_time_per_output_token", "t_wallclk", "second", r"t_{wall}",
-                "wall time per output token when the prompt pass is included")
-c_sp = define("datasheet_sparsity_factor", "c_sparse", "", r"c_{sp}",
-              "how much the sparse datasheet headline exceeds the dense peak (2:4 structured sparsity)")
+K_p = define(
+    "mbu_kv_bytes_at_prompt", "K_prompt", "byte", r"K_{p}", "KV-cache bytes of the batch counted at the prompt length"
+)
+t_wall = define(
+    "mbu_wall_time_per_output_token",
+    "t_wallclk",
+    "second",
+    r"t_{wall}",
+    "wall time per output token when the prompt pass is included",
+)
+c_sp = define(
+    "datasheet_sparsity_factor",
+    "c_sparse",
+    "",
+    r"c_{sp}",
+    "how much the sparse datasheet headline exceeds the dense peak (2:4 structured sparsity)",
+)
 U_nokv = define("mbu_without_kv", "MBU_noKV", "", r"\mathrm{MBU}_{noKV}", "MBU counting the weights but no KV reads")
-U_kvp = define("mbu_kv_at_prompt", "MBU_Sp", "", r"\mathrm{MBU}_{S_p}", "MBU counting the KV cache at the prompt length")
-U_tot = define("mbu_total_bytes_one_gpu", "MBU_tot", "", r"\mathrm{MBU}_{tot}",
-               "MBU dividing the bytes of all n accelerators by one accelerator's bandwidth")
-U_wall = define("mbu_wall_time", "MBU_wall", "", r"\mathrm{MBU}_{wall}",
-                "MBU timing wall clock per output token, prompt pass included")
-U_moe = define("mbu_touched_experts", "MBU_moe", "", r"\mathrm{MBU}_{moe}",
-               "MBU counting only the routed experts a step touches")
+U_kvp = define(
+    "mbu_kv_at_prompt", "MBU_Sp", "", r"\mathrm{MBU}_{S_p}", "MBU counting the KV cache at the prompt length"
+)
+U_tot = define(
+    "mbu_total_bytes_one_gpu",
+    "MBU_tot",
+    "",
+    r"\mathrm{MBU}_{tot}",
+    "MBU dividing the bytes of all n accelerators by one accelerator's bandwidth",
+)
+U_wall = define(
+    "mbu_wall_time",
+    "MBU_wall",
+    "",
+    r"\mathrm{MBU}_{wall}",
+    "MBU timing wall clock per output token, prompt pass included",
+)
+U_moe = define(
+    "mbu_touched_experts", "MBU_moe", "", r"\mathrm{MBU}_{moe}", "MBU counting only the routed experts a step touches"
+)
 U_sp = define("mfu_sparse_peak", "MFU_sp", "", r"\mathrm{MFU}_{sp}", "MFU against the sparse datasheet headline")
 
-kv_bytes_at_prompt = formula(K_p, B.symbol * S_p.symbol * k.symbol,
-                             "The batch's cache as if each sequence held only its prompt.")
-mbu_without_kv = formula(U_nokv, W.symbol / (n.symbol * t_meas.symbol * BW.symbol),
-                         "The MBU division with the KV reads left out of the bytes.")
-mbu_kv_at_prompt = formula(U_kvp, (W.symbol + K_p.symbol) / (n.symbol * t_meas.symbol * BW.symbol),
-                           "The MBU division with the cache counted at the prompt, not the live context.")
-mbu_total_bytes_one_gpu = formula(U_tot, (W.symbol + kv_total.symbol) / (t_meas.symbol * BW.symbol),
-                                  "The MBU division with all accelerators' bytes over one accelerator's bandwidth.")
+kv_bytes_at_prompt = formula(
+    K_p, B.symbol * S_p.symbol * k.symbol, "The batch's cache as if each sequence held only its prompt."
+)
+mbu_without_kv = formula(
+    U_nokv,
+    W.symbol / (n.symbol * t_meas.symbol * BW.symbol),
+    "The MBU division with the KV reads left out of the bytes.",
+)
+mbu_kv_at_prompt = formula(
+    U_kvp,
+    (W.symbol + K_p.symbol) / (n.symbol * t_meas.symbol * BW.symbol),
+    "The MBU division with the cache counted at the prompt, not the live context.",
+)
+mbu_total_bytes_one_gpu = formula(
+    U_tot,
+    (W.symbol + kv_total.symbol) / (t_meas.symbol * BW.symbol),
+    "The MBU division with all accelerators' bytes over one accelerator's bandwidth.",
+)
 wall_time_per_output_token = formula(
-    t_wall, t_meas.symbol + ttft.symbol * tau.symbol / S_o.symbol,
+    t_wall,
+    t_meas.symbol + ttft.symbol * tau.symbol / S_o.symbol,
     "Request wall time over its output tokens: each token carries tau/S_o of the prompt pass.",
 )
-mbu_wall_time = formula(U_wall, D_gpu.symbol / (t_wall.symbol * BW.symbol),
-                        "The MBU division timed by wall clock per output token.")
-mbu_touched_experts = formula(U_moe, (W_read.symbol / n.symbol + kv_total.symbol / n.symbol) / (t_meas.symbol * BW.symbol),
-                              "The MBU division with the weight bytes a MoE step actually reads (formulas/moe.py).")
-mfu_sparse_peak = formula(U_sp, F_step.symbol / (t_meas.symbol * n.symbol * c_sp.symbol * P.symbol),
-                          "The MFU division against the sparse headline (c_sp times the dense peak).")
+mbu_wall_time = formula(
+    U_wall, D_gpu.symbol / (t_wall.symbol * BW.symbol), "The MBU division timed by wall clock per output token."
+)
+mbu_touched_experts = formula(
+    U_moe,
+    (W_read.symbol / n.symbol + kv_total.symbol / n.symbol) / (t_meas.symbol * BW.symbol),
+    "The MBU division with the weight bytes a MoE step actually reads (formulas/moe.py).",
+)
+mfu_sparse_peak = formula(
+    U_sp,
+    F_step.symbol / (t_meas.symbol * n.symbol * c_sp.symbol * P.symbol),
+    "The MFU division against the sparse headline (c_sp times the dense peak).",
+)
 
 # The long-context coincidence.
 phi_M = define("cache_memory_share", "phi_Mem", "", r"\phi_M", "the batch's KV cache over one accelerator's memory")
 cache_memory_share = formula(phi_M, kv_total.symbol / M.symbol, "Cache bytes over one accelerator's memory.")
 
 # Fusion at decode: what elementwise passes cost in activation bytes.
-m_ew = define("decode_elementwise_passes_per_layer", "m_ewp", "", r"m_{ew}",
-              "unfused elementwise passes per layer (norms, rotary, activation, residual adds)")
-X_ew = define("decode_elementwise_bytes", "X_ewb", "byte", r"X_{ew}",
-              "activation bytes the unfused elementwise passes move in one step")
+m_ew = define(
+    "decode_elementwise_passes_per_layer",
+    "m_ewp",
+    "",
+    r"m_{ew}",
+    "unfused elementwise passes per layer (norms, rotary, activation, residual adds)",
+)
+X_ew = define(
+    "decode_elementwise_bytes",
+    "X_ewb",
+    "byte",
+    r"X_{ew}",
+    "activation bytes the unfused elementwise passes move in one step",
+)
 x_ew = define("decode_elementwise_share", "x_ewb", "", r"x_{ew}", "elementwise activation bytes over the weight bytes")
 elementwise_bytes = formula(
-    X_ew, 2 * L.symbol * m_ew.symbol * B.symbol * tau.symbol * v_d.symbol * b_a.symbol,
+    X_ew,
+    2 * L.symbol * m_ew.symbol * B.symbol * tau.symbol * v_d.symbol * b_a.symbol,
     "Each unfused pass reads and writes the d-wide activation of every token once.",
 )
 elementwise_share = formula(x_ew, X_ew.symbol / W.symbol, "What fusion could remove, against what it cannot.")
 
 # The predictor against published measurements.
-R_sb = define("predicted_static_batch_throughput_per_gpu", "R_sbp", "token/second", r"R_{sb}",
-              "output tokens per second per accelerator of a static batch, prompt pass included")
-R_m = define("published_output_throughput_per_gpu", "R_pub", "token/second", r"R_{m}",
-             "published output tokens per second per accelerator")
+R_sb = define(
+    "predicted_static_batch_throughput_per_gpu",
+    "R_sbp",
+    "token/second",
+    r"R_{sb}",
+    "output tokens per second per accelerator of a static batch, prompt pass included",
+)
+R_m = define(
+    "published_output_throughput_per_gpu",
+    "R_pub",
+    "token/second",
+    r"R_{m}",
+    "published output tokens per second per accelerator",
+)
 T_m = define("published_latency", "T_pub", "second", r"T_{m}", "published latency")
-eta_R = define("published_throughput_efficiency", "eta_Rpub", "", r"\eta_{R}", "measured throughput over the roofline's ceiling")
-eta_ttft = define("published_ttft_efficiency", "eta_TTFTpub", "", r"\eta_{TTFT}", "the roofline's TTFT floor over the measured TTFT")
-eta_e2e = define("published_e2e_efficiency", "eta_e2epub", "", r"\eta_{e2e}", "the roofline's latency floor over the measured latency")
+eta_R = define(
+    "published_throughput_efficiency", "eta_Rpub", "", r"\eta_{R}", "measured throughput over the roofline's ceiling"
+)
+eta_ttft = define(
+    "published_ttft_efficiency", "eta_TTFTpub", "", r"\eta_{TTFT}", "the roofline's TTFT floor over the measured TTFT"
+)
+eta_e2e = define(
+    "published_e2e_efficiency",
+    "eta_e2epub",
+    "",
+    r"\eta_{e2e}",
+    "the roofline's latency floor over the measured latency",
+)
 
 static_batch_output_throughput_per_gpu = formula(
-    R_sb, B.symbol * S_o.symbol / (n.symbol * e2e.symbol),
+    R_sb,
+    B.symbol * S_o.symbol / (n.symbol * e2e.symbol),
     "A static batch of B requests produces B·S_o tokens in one prompt pass plus its decode steps, the end-to-end "
     "latency T_e2e (TensorRT-LLM's gptSessionBenchmark measures so), shared by n accelerators.",
 )

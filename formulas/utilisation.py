@@ -12,42 +12,54 @@ from formulas.notation import BW, B, F, P, S, W, a, kv_total, n, t_step, tau
 t_meas = define("measured_step_time", "t_meas", "second", r"t_{meas}", "decode step time measured on the server")
 D_gpu = define("step_bytes_per_gpu", "D_gpu", "byte", r"D_{gpu}", "bytes each accelerator must read in one step")
 F_step = define("step_flops", "F_step", "FLOP", r"F_{step}", "model FLOPs of one decode step, all sequences")
-f_rc = define("recompute_fraction", "f_rc", "", r"f_{rc}",
-              "FLOPs executed again (activation recomputation), as a fraction of the model FLOPs")
-U_mem = define("mbu", "MBU", "", r"\mathrm{MBU}",
-               "model bandwidth utilisation: needed bytes over what peak bandwidth moves")
+f_rc = define(
+    "recompute_fraction",
+    "f_rc",
+    "",
+    r"f_{rc}",
+    "FLOPs executed again (activation recomputation), as a fraction of the model FLOPs",
+)
+U_mem = define(
+    "mbu", "MBU", "", r"\mathrm{MBU}", "model bandwidth utilisation: needed bytes over what peak bandwidth moves"
+)
 U_mf = define("mfu", "MFU", "", r"\mathrm{MFU}", "model FLOPs utilisation: model FLOPs over what peak compute does")
 U_hf = define("hfu", "HFU", "", r"\mathrm{HFU}", "hardware FLOPs utilisation: executed FLOPs, recomputation included")
 t_gap = define("unexplained_time", "t_gap", "second", r"t_{gap}", "measured step time beyond the roofline floor")
 
 step_bytes_per_gpu = formula(
-    D_gpu, (W.symbol + kv_total.symbol) / n.symbol,
+    D_gpu,
+    (W.symbol + kv_total.symbol) / n.symbol,
     "A decode step reads every weight and the batch's KV cache once, split evenly over n accelerators (ideal TP).",
 )
 
 step_flops = formula(
-    F_step, B.symbol * tau.symbol * (F.symbol + S.symbol * a.symbol),
+    F_step,
+    B.symbol * tau.symbol * (F.symbol + S.symbol * a.symbol),
     "Each new token goes through the weights and attends over its sequence's cache (the roofline's compute term).",
 )
 
 mbu = formula(
-    U_mem, D_gpu.symbol / (t_meas.symbol * BW.symbol),
+    U_mem,
+    D_gpu.symbol / (t_meas.symbol * BW.symbol),
     "Bytes a step needs per accelerator over peak bandwidth x measured time (Databricks, 'LLM Inference "
     "Performance Engineering: Best Practices', 2023, defines MBU so).",
 )
 
 mfu = formula(
-    U_mf, F_step.symbol / (t_meas.symbol * n.symbol * P.symbol),
+    U_mf,
+    F_step.symbol / (t_meas.symbol * n.symbol * P.symbol),
     "Model FLOPs over peak FLOP/s x time, recomputation not counted (Chowdhery et al. 2022, PaLM, appendix B).",
 )
 
 hfu = formula(
-    U_hf, (1 + f_rc.symbol) * F_step.symbol / (t_meas.symbol * n.symbol * P.symbol),
+    U_hf,
+    (1 + f_rc.symbol) * F_step.symbol / (t_meas.symbol * n.symbol * P.symbol),
     "Executed FLOPs, recomputed ones included, over peak FLOP/s x time (PaLM, appendix B): activation "
     "checkpointing raises HFU, not MFU.",
 )
 
 unexplained_time = formula(
-    t_gap, t_meas.symbol - t_step.symbol,
+    t_gap,
+    t_meas.symbol - t_step.symbol,
     "What the roofline does not explain: communication, kernel gaps, bandwidth below peak.",
 )

@@ -5,8 +5,17 @@ import sympy
 
 from derive.answers import answer
 
-IDS = ["decode-bandwidth-bound", "roofline-decode-prefill", "batching-decode", "batching-strategy", "ffn-sharding",
-       "compiler-fusion", "framework-to-gpu", "data-pipeline", "slow-training-serving"]
+IDS = [
+    "decode-bandwidth-bound",
+    "roofline-decode-prefill",
+    "batching-decode",
+    "batching-strategy",
+    "ffn-sharding",
+    "compiler-fusion",
+    "framework-to-gpu",
+    "data-pipeline",
+    "slow-training-serving",
+]
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,15 @@ from derive.answers import answer
 from derive.catalog import load_gpu, load_model
 from derive.errors import DeriveError
 
-IDS = ("decode-floor-70b", "flops-per-token", "prefill-crossover", "attention-intensity", "vendor-claim",
-       "h100-to-b200", "moe-experts-read")
+IDS = (
+    "decode-floor-70b",
+    "flops-per-token",
+    "prefill-crossover",
+    "attention-intensity",
+    "vendor-claim",
+    "h100-to-b200",
+    "moe-experts-read",
+)
 
 
 @cache
@@ -32,8 +39,12 @@ def test_builds_at_defaults(question_id):
     assert item.sections and all(s.sheet.steps for s in item.sections)
     assert item.results and item.takeaways and item.caveats
     # Every placeholder in every prose has its quantity.
-    for prose in [item.summary, *item.takeaways, *item.caveats,
-                  *(p for s in item.sections for p in (*s.intro, *s.outro))]:
+    for prose in [
+        item.summary,
+        *item.takeaways,
+        *item.caveats,
+        *(p for s in item.sections for p in (*s.intro, *s.outro)),
+    ]:
         prose.text.format(**{k: "" for k in prose.quantities})
 
 
@@ -42,19 +53,21 @@ def test_decode_floor_is_weights_over_two_h100s():
     weights = 2 * load_model("llama3-70b").published_total
     assert value("decode-floor-70b", "weight_read_time") == sympy.Rational(weights) / (2 * load_gpu("h100").bandwidth)
     assert value("decode-floor-70b", "gemm_intensity") < value("decode-floor-70b", "ridge_intensity")
-    parts = [value("decode-floor-70b", name) for name in
-             ("weight_read_time", "kv_read_time", "bandwidth_shortfall_time", "decode_allreduce_time")]
+    parts = [
+        value("decode-floor-70b", name)
+        for name in ("weight_read_time", "kv_read_time", "bandwidth_shortfall_time", "decode_allreduce_time")
+    ]
     assert all(p > 0 for p in parts)
     assert sum(parts) == value("decode-floor-70b", "decode_step_estimate")
 
 
 def test_decode_floor_re_derives():
     assert value("decode-floor-70b", "weight_read_time", gpu="h200") < value("decode-floor-70b", "weight_read_time")
-    assert (value("decode-floor-70b", "bandwidth_shortfall_time", achieved_bandwidth="0.9")
-            < value("decode-floor-70b", "bandwidth_shortfall_time"))
+    assert value("decode-floor-70b", "bandwidth_shortfall_time", achieved_bandwidth="0.9") < value(
+        "decode-floor-70b", "bandwidth_shortfall_time"
+    )
     assert value("decode-floor-70b", "decode_allreduce_time", gpu="b200", tp=1) == 0
-    assert (value("decode-floor-70b", "kv_read_time", context=8192)
-            == 2 * value("decode-floor-70b", "kv_read_time"))
+    assert value("decode-floor-70b", "kv_read_time", context=8192) == 2 * value("decode-floor-70b", "kv_read_time")
     with pytest.raises(DeriveError):
         built("decode-floor-70b", achieved_bandwidth="1.5")
 
@@ -67,10 +80,12 @@ def test_flops_per_token_beyond_two_n():
 
 
 def test_flops_per_token_re_derives():
-    assert (value("flops-per-token", "attention_flops_per_token", context=8192)
-            == 4 * value("flops-per-token", "attention_flops_per_token"))
+    assert value("flops-per-token", "attention_flops_per_token", context=8192) == 4 * value(
+        "flops-per-token", "attention_flops_per_token"
+    )
     assert value("flops-per-token", "weight_flops_per_token", model="llama3-8b") < value(
-        "flops-per-token", "weight_flops_per_token")
+        "flops-per-token", "weight_flops_per_token"
+    )
 
 
 # Seed 004, question 3: prefill turns compute-bound "after a few hundred tokens on an H100".
@@ -81,9 +96,12 @@ def test_prefill_crossover_is_a_few_hundred_tokens():
 
 def test_prefill_crossover_re_derives():
     # A higher ridge (PCIe: less bandwidth per FLOP) pushes the crossover out.
-    assert value("prefill-crossover", "ridge_intensity", gpu="h100-pcie") > value("prefill-crossover", "ridge_intensity")
-    assert (value("prefill-crossover", "compute_bound_prompt_tokens", gpu="h100-pcie")
-            > value("prefill-crossover", "compute_bound_prompt_tokens"))
+    assert value("prefill-crossover", "ridge_intensity", gpu="h100-pcie") > value(
+        "prefill-crossover", "ridge_intensity"
+    )
+    assert value("prefill-crossover", "compute_bound_prompt_tokens", gpu="h100-pcie") > value(
+        "prefill-crossover", "compute_bound_prompt_tokens"
+    )
     assert value("prefill-crossover", "ttft", gpu="b200") < value("prefill-crossover", "ttft")
 
 
@@ -91,17 +109,25 @@ def test_prefill_crossover_re_derives():
 def test_attention_intensity_is_the_head_ratio_and_mla_near_the_ridge():
     cfg = load_model("llama3-70b").config
     assert value("attention-intensity", "query_kv_group_ratio") == sympy.Rational(cfg.heads, cfg.kv_heads)
-    assert value("attention-intensity", "gqa_attention_intensity") == value("attention-intensity", "query_kv_group_ratio")
+    assert value("attention-intensity", "gqa_attention_intensity") == value(
+        "attention-intensity", "query_kv_group_ratio"
+    )
     assert 0.75 < value("attention-intensity", "mla_ridge_fraction") < 1
 
 
 def test_attention_intensity_re_derives():
-    assert (value("attention-intensity", "gqa_attention_intensity", batch=128)
-            == value("attention-intensity", "gqa_attention_intensity"))
-    assert value("attention-intensity", "gemm_intensity", batch=128) == 2 * value("attention-intensity", "gemm_intensity")
-    assert value("attention-intensity", "ridge_intensity", gpu="b200") != value("attention-intensity", "ridge_intensity")
-    assert (value("attention-intensity", "mla_attention_intensity", kv_dtype="fp8")
-            == 2 * value("attention-intensity", "mla_attention_intensity"))
+    assert value("attention-intensity", "gqa_attention_intensity", batch=128) == value(
+        "attention-intensity", "gqa_attention_intensity"
+    )
+    assert value("attention-intensity", "gemm_intensity", batch=128) == 2 * value(
+        "attention-intensity", "gemm_intensity"
+    )
+    assert value("attention-intensity", "ridge_intensity", gpu="b200") != value(
+        "attention-intensity", "ridge_intensity"
+    )
+    assert value("attention-intensity", "mla_attention_intensity", kv_dtype="fp8") == 2 * value(
+        "attention-intensity", "mla_attention_intensity"
+    )
 
 
 # Seed 004, question 5: 1,000 tokens/s per user on one H200 is above the bandwidth floor.
@@ -113,10 +139,12 @@ def test_vendor_claim_exceeds_the_floor():
 
 
 def test_vendor_claim_re_derives():
-    assert (value("vendor-claim", "floor_tokens_per_s_per_user", gpu="b200")
-            > value("vendor-claim", "floor_tokens_per_s_per_user"))
-    assert (value("vendor-claim", "floor_tokens_per_s_per_user", model="llama3-8b")
-            > value("vendor-claim", "floor_tokens_per_s_per_user"))
+    assert value("vendor-claim", "floor_tokens_per_s_per_user", gpu="b200") > value(
+        "vendor-claim", "floor_tokens_per_s_per_user"
+    )
+    assert value("vendor-claim", "floor_tokens_per_s_per_user", model="llama3-8b") > value(
+        "vendor-claim", "floor_tokens_per_s_per_user"
+    )
 
 
 # Seed 004, question 6: "the biggest win turns out to come from capacity, not bandwidth".

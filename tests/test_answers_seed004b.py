@@ -9,8 +9,15 @@ from derive.answers import answer
 from derive.catalog import load_gpu
 from reports.questions import predictor_vs_measured as pvm
 
-IDS = ("measure-mbu", "mbu-budget", "kv-weight-crossover", "energy-per-token", "slow-8b-step",
-       "intensity-ranking", "predictor-vs-measured")
+IDS = (
+    "measure-mbu",
+    "mbu-budget",
+    "kv-weight-crossover",
+    "energy-per-token",
+    "slow-8b-step",
+    "intensity-ranking",
+    "predictor-vs-measured",
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +41,14 @@ def test_budget_buckets_sum_to_the_measured_step(built):
     # Seed 004 Q9: "your decode step runs at 60% of the bandwidth floor".
     r = built["mbu-budget"].results
     assert r["floor_step_time"].value / r["measured_step_time"].value == sympy.Rational(3, 5)
-    parts = ("floor_step_time", "allreduce_time", "launch_gap_time", "bandwidth_shortfall_time", "host_time",
-             "unattributed_time")
+    parts = (
+        "floor_step_time",
+        "allreduce_time",
+        "launch_gap_time",
+        "bandwidth_shortfall_time",
+        "host_time",
+        "unattributed_time",
+    )
     assert sum(r[p].value for p in parts) == r["measured_step_time"].value
     assert all(r[p].value > 0 for p in parts)
 

@@ -6,8 +6,14 @@ import json
 
 import pytest
 
-LLAMA = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-         "intermediate_size": 128, "vocab_size": 100}
+LLAMA = {
+    "model_type": "llama",
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+    "vocab_size": 100,
+}
 
 # Config files: (name, file content, what the message must say).
 CONFIGS = [
@@ -16,28 +22,45 @@ CONFIGS = [
     ("truncated", json.dumps(LLAMA)[:30].encode(), "is not valid JSON"),
     ("a list", b"[1, 2, 3]", "is not a JSON object"),
     ("a string", b'"llama"', "is not a JSON object"),
-    ("no model_type", json.dumps({k: v for k, v in LLAMA.items() if k != "model_type"}).encode(),
-     "model_type None is not supported"),
+    (
+        "no model_type",
+        json.dumps({k: v for k, v in LLAMA.items() if k != "model_type"}).encode(),
+        "model_type None is not supported",
+    ),
     ("unknown family", json.dumps({**LLAMA, "model_type": "bert"}).encode(), "model_type 'bert' is not supported"),
     ("model_type a list", json.dumps({**LLAMA, "model_type": ["llama"]}).encode(), "is not supported"),
-    ("missing hidden_size", json.dumps({k: v for k, v in LLAMA.items() if k != "hidden_size"}).encode(),
-     "lacks 'hidden_size'"),
-    ("missing vocab", json.dumps({k: v for k, v in LLAMA.items() if k != "vocab_size"}).encode(),
-     "lacks 'vocab_size'"),
-    ("heads do not divide hidden", json.dumps({**LLAMA, "num_attention_heads": 5}).encode(),
-     "5 attention heads do not divide hidden size 64"),
-    ("kv heads do not divide heads", json.dumps({**LLAMA, "num_key_value_heads": 3}).encode(),
-     "3 key/value heads do not divide 4 attention heads"),
+    (
+        "missing hidden_size",
+        json.dumps({k: v for k, v in LLAMA.items() if k != "hidden_size"}).encode(),
+        "lacks 'hidden_size'",
+    ),
+    ("missing vocab", json.dumps({k: v for k, v in LLAMA.items() if k != "vocab_size"}).encode(), "lacks 'vocab_size'"),
+    (
+        "heads do not divide hidden",
+        json.dumps({**LLAMA, "num_attention_heads": 5}).encode(),
+        "5 attention heads do not divide hidden size 64",
+    ),
+    (
+        "kv heads do not divide heads",
+        json.dumps({**LLAMA, "num_key_value_heads": 3}).encode(),
+        "3 key/value heads do not divide 4 attention heads",
+    ),
     ("negative layers", json.dumps({**LLAMA, "num_hidden_layers": -2}).encode(), "'num_hidden_layers' is -2"),
     ("zero vocab", json.dumps({**LLAMA, "vocab_size": 0}).encode(), "'vocab_size' is 0"),
     ("fractional layers", json.dumps({**LLAMA, "num_hidden_layers": 32.5}).encode(), "'num_hidden_layers' is 32.5"),
     ("boolean layers", json.dumps({**LLAMA, "num_hidden_layers": True}).encode(), "'num_hidden_layers' is True"),
     ("string hidden size", json.dumps({**LLAMA, "hidden_size": "4096"}).encode(), "'hidden_size' is '4096'"),
-    ("tie as a string", json.dumps({**LLAMA, "tie_word_embeddings": "yes"}).encode(),
-     "'tie_word_embeddings' is 'yes', not true or false"),
+    (
+        "tie as a string",
+        json.dumps({**LLAMA, "tie_word_embeddings": "yes"}).encode(),
+        "'tie_word_embeddings' is 'yes', not true or false",
+    ),
     ("mixtral without experts", json.dumps({**LLAMA, "model_type": "mixtral"}).encode(), "lacks 'num_local_experts'"),
-    ("deepseek without MLA rank", json.dumps({**LLAMA, "model_type": "deepseek_v3", "v_head_dim": 16}).encode(),
-     "lacks 'kv_lora_rank'"),
+    (
+        "deepseek without MLA rank",
+        json.dumps({**LLAMA, "model_type": "deepseek_v3", "v_head_dim": 16}).encode(),
+        "lacks 'kv_lora_rank'",
+    ),
 ]
 
 # Command lines: (arguments, what the message must say).
@@ -78,8 +101,7 @@ COMMANDS = [
     (["solve", "kv_bytes weight_bytes", "--for", "context", "--model", "gpt2"], "is not an equation"),
     (["solve", "kv_bytes = weight_bytes", "--for", "nothing", "--model", "gpt2"], "unknown quantity 'nothing'"),
     (["solve", "kv_bytes = step_time", "--for", "context", "--model", "gpt2"], "the two sides disagree in units"),
-    (["solve", "kv_bytes = weight_bytes", "--for", "peak_flops", "--model", "gpt2"],
-     "peak_flops does not appear in"),
+    (["solve", "kv_bytes = weight_bytes", "--for", "peak_flops", "--model", "gpt2"], "peak_flops does not appear in"),
     (["answer", "no-such-question"], "unknown question 'no-such-question'"),
     (["answer", "kv-sizing-13b", "--set", "nonsense=1"], "question kv-sizing-13b does not take nonsense"),
     (["answer", "kv-sizing-13b", "--model", "llama9"], "unknown model 'llama9'"),

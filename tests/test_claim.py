@@ -62,8 +62,11 @@ def test_aggregate_batch_gives_the_claim_back():
 
 
 def test_result_names():
-    assert set(_sheet().results) == {"floor_tokens_per_s_per_user", "required_bits_per_weight",
-                                     "required_tokens_per_pass"}
+    assert set(_sheet().results) == {
+        "floor_tokens_per_s_per_user",
+        "required_bits_per_weight",
+        "required_tokens_per_pass",
+    }
 
 
 def test_a_modest_claim_is_within_the_floor():

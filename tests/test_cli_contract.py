@@ -9,24 +9,41 @@ import pytest
 CASES = [
     (["params", "--model", "gpt2"], {"total_params", "active_params", "embedding_params"}),
     (["kv", "--model", "llama70b"], {"kv_bytes_per_token", "kv_bytes_per_sequence", "kv_bytes"}),
-    (["flops", "--model", "llama3-8b"], {"flops_per_token", "attention_flops_per_token",
-                                         "attention_equals_weights_context", "non_arithmetic_params"}),
+    (
+        ["flops", "--model", "llama3-8b"],
+        {"flops_per_token", "attention_flops_per_token", "attention_equals_weights_context", "non_arithmetic_params"},
+    ),
     (["fit", "--model", "llama2-13b", "--count", "2"], {"weight_bytes", "kv_bytes_per_sequence", "max_sequences"}),
-    (["intensity", "--model", "llama70b", "--batch", "16"], {"qkv_intensity", "attention_intensity", "mlp_intensity",
-                                                            "lm_head_intensity", "ridge_intensity", "flip_batch"}),
-    (["crossover", "kv-weights", "--model", "llama70b", "--batch", "16"], {"crossover_context", "kv_bytes_at_crossover"}),
+    (
+        ["intensity", "--model", "llama70b", "--batch", "16"],
+        {"qkv_intensity", "attention_intensity", "mlp_intensity", "lm_head_intensity", "ridge_intensity", "flip_batch"},
+    ),
+    (
+        ["crossover", "kv-weights", "--model", "llama70b", "--batch", "16"],
+        {"crossover_context", "kv_bytes_at_crossover"},
+    ),
     (["crossover", "prefill", "--model", "llama70b"], {"ridge_intensity", "compute_bound_prompt_tokens"}),
-    (["predict", "--model", "llama70b", "--tp", "2", "--prompt", "4096", "--output", "256"],
-     {"ttft", "tpot", "throughput", "e2e_latency"}),
-    (["experts", "--model", "deepseek-v3", "--batch", "64"], {"experts_touched", "params_read_per_step",
-                                                              "bytes_read_per_step"}),
-    (["shard", "--model", "llama70b", "--tp", "8", "--tokens", "4096", "--link", "nvlink"],
-     {"flops", "weight_bytes", "activation_bytes", "allreduce_bytes", "binding"}),
+    (
+        ["predict", "--model", "llama70b", "--tp", "2", "--prompt", "4096", "--output", "256"],
+        {"ttft", "tpot", "throughput", "e2e_latency"},
+    ),
+    (
+        ["experts", "--model", "deepseek-v3", "--batch", "64"],
+        {"experts_touched", "params_read_per_step", "bytes_read_per_step"},
+    ),
+    (
+        ["shard", "--model", "llama70b", "--tp", "8", "--tokens", "4096", "--link", "nvlink"],
+        {"flops", "weight_bytes", "activation_bytes", "allreduce_bytes", "binding"},
+    ),
     (["energy", "--model", "llama70b", "--gpu", "h100"], {"joules_per_token"}),
-    (["compare", "--model", "llama70b", "--gpu", "h100", "--vs", "b200"],
-     {"bandwidth_ratio", "compute_ratio", "capacity_ratio", "max_throughput_ratio"}),
-    (["claim", "--model", "llama70b", "--gpu", "h200", "--tp", "1", "--claim", "1000 token/s"],
-     {"floor_tokens_per_s_per_user", "required_bits_per_weight", "required_tokens_per_pass"}),
+    (
+        ["compare", "--model", "llama70b", "--gpu", "h100", "--vs", "b200"],
+        {"bandwidth_ratio", "compute_ratio", "capacity_ratio", "max_throughput_ratio"},
+    ),
+    (
+        ["claim", "--model", "llama70b", "--gpu", "h200", "--tp", "1", "--claim", "1000 token/s"],
+        {"floor_tokens_per_s_per_user", "required_bits_per_weight", "required_tokens_per_pass"},
+    ),
     (["utilisation", "--model", "llama70b", "--step-time", "36 ms"], {"mbu", "mfu", "hfu"}),
     (["attention-memory", "--model", "llama3-8b", "--context", "8192"], {"naive_score_bytes", "flash_bytes"}),
     (["eval", "step_time", "--model", "llama70b", "--set", "batch=16"], {"step_time"}),
@@ -48,8 +65,9 @@ def test_json_contract(run, args, names):
 
 def test_shard_binds_on_network_over_a_slow_link_at_prefill(run):
     # Seed 000: "over slow inter-node links the network binds".
-    payload = json.loads(run("shard", "--model", "llama70b", "--tp", "8", "--tokens", "4096",
-                             "--link", "12.5 GB/s", "--json").stdout)
+    payload = json.loads(
+        run("shard", "--model", "llama70b", "--tp", "8", "--tokens", "4096", "--link", "12.5 GB/s", "--json").stdout
+    )
     assert payload["results"]["binding"]["value"] == "network"
 
 

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-VALID_LLAMA = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-               "intermediate_size": 128, "vocab_size": 100}
+VALID_LLAMA = {
+    "model_type": "llama",
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+    "vocab_size": 100,
+}
 
 
 def assert_error(result, message: str) -> None:
@@ -17,29 +23,37 @@ def assert_error(result, message: str) -> None:
 
 
 def test_unknown_model_lists_known_and_suggests(run):
-    assert_error(run("kv", "--model", "llama3-7b"),
-                 "unknown model 'llama3-7b'. Did you mean 'llama3-70b'? Known: gpt2, llama2-7b, llama2-13b, "
-                 "llama2-70b, llama3-8b, llama3-70b, llama3.1-405b, mistral-7b, mixtral-8x7b, deepseek-v3 "
-                 "(see 'derive models')")
+    assert_error(
+        run("kv", "--model", "llama3-7b"),
+        "unknown model 'llama3-7b'. Did you mean 'llama3-70b'? Known: gpt2, llama2-7b, llama2-13b, "
+        "llama2-70b, llama3-8b, llama3-70b, llama3.1-405b, mistral-7b, mixtral-8x7b, deepseek-v3 "
+        "(see 'derive models')",
+    )
 
 
 def test_unknown_gpu_lists_known_and_suggests(run):
-    assert_error(run("knee", "--model", "llama70b", "--gpu", "h1000"),
-                 "unknown GPU 'h1000'. Did you mean 'h100'? Known: h100, h100-pcie, h200, b200, gb200, a100, "
-                 "a100-40gb, l40s, mi300x, mi325x, rtx4090 (see 'derive gpus')")
+    assert_error(
+        run("knee", "--model", "llama70b", "--gpu", "h1000"),
+        "unknown GPU 'h1000'. Did you mean 'h100'? Known: h100, h100-pcie, h200, b200, gb200, a100, "
+        "a100-40gb, l40s, mi300x, mi325x, rtx4090 (see 'derive gpus')",
+    )
 
 
 def test_missing_config_file(run, tmp_path):
     path = tmp_path / "nowhere" / "config.json"
-    assert_error(run("kv", "--config", str(path)),
-                 f"no config.json at '{path}'. Pass a config.json file or the folder that holds it")
+    assert_error(
+        run("kv", "--config", str(path)),
+        f"no config.json at '{path}'. Pass a config.json file or the folder that holds it",
+    )
 
 
 def test_malformed_json(run, write_config):
     path = write_config('{"model_type": "llama", "hidden_size": 64')
-    assert_error(run("kv", "--config", str(path)),
-                 f"'{path}' is not valid JSON (line 1, column 42: Expecting ',' delimiter). "
-                 "Fix the file or download the config.json again")
+    assert_error(
+        run("kv", "--config", str(path)),
+        f"'{path}' is not valid JSON (line 1, column 42: Expecting ',' delimiter). "
+        "Fix the file or download the config.json again",
+    )
 
 
 def test_binary_file(run, write_config):
@@ -48,63 +62,83 @@ def test_binary_file(run, write_config):
 
 
 def test_config_not_an_object(run, write_config):
-    assert_error(run("params", "--config", str(write_config("[1, 2]"))),
-                 "config for model is not a JSON object. Pass a Hugging Face config.json")
+    assert_error(
+        run("params", "--config", str(write_config("[1, 2]"))),
+        "config for model is not a JSON object. Pass a Hugging Face config.json",
+    )
 
 
 def test_missing_key_is_named(run, write_config):
     config = {k: v for k, v in VALID_LLAMA.items() if k != "intermediate_size"}
-    assert_error(run("kv", "--config", str(write_config(config))),
-                 "config for model lacks 'intermediate_size', which a llama model needs. "
-                 "Add 'intermediate_size' to the config.json")
+    assert_error(
+        run("kv", "--config", str(write_config(config))),
+        "config for model lacks 'intermediate_size', which a llama model needs. "
+        "Add 'intermediate_size' to the config.json",
+    )
 
 
 def test_unsupported_family(run, write_config):
-    assert_error(run("params", "--config", str(write_config({"model_type": "bert"}))),
-                 "config for model: model_type 'bert' is not supported. Supported families: deepseek_v2, "
-                 "deepseek_v3, gemma2, gpt2, llama, mistral, mixtral, phi3, qwen2")
+    assert_error(
+        run("params", "--config", str(write_config({"model_type": "bert"}))),
+        "config for model: model_type 'bert' is not supported. Supported families: deepseek_v2, "
+        "deepseek_v3, gemma2, gpt2, llama, mistral, mixtral, phi3, qwen2",
+    )
 
 
 def test_heads_must_divide_hidden(run, write_config):
-    assert_error(run("params", "--config", str(write_config({**VALID_LLAMA, "num_attention_heads": 5}))),
-                 "config for model: 5 attention heads do not divide hidden size 64. "
-                 "Give 'head_dim' explicitly or fix the head count")
+    assert_error(
+        run("params", "--config", str(write_config({**VALID_LLAMA, "num_attention_heads": 5}))),
+        "config for model: 5 attention heads do not divide hidden size 64. "
+        "Give 'head_dim' explicitly or fix the head count",
+    )
 
 
 def test_negative_shape_in_config(run, write_config):
-    assert_error(run("params", "--config", str(write_config({**VALID_LLAMA, "num_hidden_layers": -2}))),
-                 "config for model: 'num_hidden_layers' is -2, not a whole number >= 1. Fix the value in the config.json")
+    assert_error(
+        run("params", "--config", str(write_config({**VALID_LLAMA, "num_hidden_layers": -2}))),
+        "config for model: 'num_hidden_layers' is -2, not a whole number >= 1. Fix the value in the config.json",
+    )
 
 
 @pytest.mark.parametrize(("option", "value"), [("--batch", "0"), ("--batch", "-3"), ("--context", "0")])
 def test_non_positive_counts(run, option, value):
     flag = {"--batch": "'--batch' / '-b'", "--context": "'--context' / '-s'"}[option]
-    assert_error(run("kv", "--model", "gpt2", option, value),
-                 f"Invalid value for {flag}: must be a whole number of at least 1, got {value}. "
-                 "Run 'derive kv --help' for the options")
+    assert_error(
+        run("kv", "--model", "gpt2", option, value),
+        f"Invalid value for {flag}: must be a whole number of at least 1, got {value}. "
+        "Run 'derive kv --help' for the options",
+    )
 
 
 def test_non_numeric_context(run):
-    assert_error(run("kv", "--model", "gpt2", "--context", "lots"),
-                 "Invalid value for '--context' / '-s': must be a whole number of at least 1, got 'lots'. "
-                 "Run 'derive kv --help' for the options")
+    assert_error(
+        run("kv", "--model", "gpt2", "--context", "lots"),
+        "Invalid value for '--context' / '-s': must be a whole number of at least 1, got 'lots'. "
+        "Run 'derive kv --help' for the options",
+    )
 
 
 def test_wrong_dimension_for_bandwidth(run):
-    assert_error(run("knee", "--model", "llama70b", "--bandwidth", "3 TFLOP/s"),
-                 "--bandwidth '3 TFLOP/s' is a compute rate (FLOP/second), not a bandwidth (byte/second). "
-                 "Give it in byte/second or a prefixed form, for example '3.35 TB/s'")
+    assert_error(
+        run("knee", "--model", "llama70b", "--bandwidth", "3 TFLOP/s"),
+        "--bandwidth '3 TFLOP/s' is a compute rate (FLOP/second), not a bandwidth (byte/second). "
+        "Give it in byte/second or a prefixed form, for example '3.35 TB/s'",
+    )
 
 
 def test_quantity_without_unit(run):
-    assert_error(run("knee", "--model", "llama70b", "--flops", "3"),
-                 "--flops '3' has no unit. Write it with one, for example '989 TFLOP/s'")
+    assert_error(
+        run("knee", "--model", "llama70b", "--flops", "3"),
+        "--flops '3' has no unit. Write it with one, for example '989 TFLOP/s'",
+    )
 
 
 def test_model_that_does_not_fit(run):
-    assert_error(run("knee", "--model", "llama3.1-405b", "--tp", "1"),
-                 "llama3.1-405b in bf16 needs 811.7 GB of weights plus 1.057 GB per sequence at 2,048 tokens, "
-                 "more than the 80 GB of 1 x h100. Use --tp 16 or more, a smaller --dtype, or a shorter --context")
+    assert_error(
+        run("knee", "--model", "llama3.1-405b", "--tp", "1"),
+        "llama3.1-405b in bf16 needs 811.7 GB of weights plus 1.057 GB per sequence at 2,048 tokens, "
+        "more than the 80 GB of 1 x h100. Use --tp 16 or more, a smaller --dtype, or a shorter --context",
+    )
 
 
 def test_no_model(run):
@@ -112,13 +146,17 @@ def test_no_model(run):
 
 
 def test_model_and_config_together(run, write_config):
-    assert_error(run("kv", "--model", "gpt2", "--config", str(write_config(VALID_LLAMA))),
-                 "--model and --config both given. Pass one of them")
+    assert_error(
+        run("kv", "--model", "gpt2", "--config", str(write_config(VALID_LLAMA))),
+        "--model and --config both given. Pass one of them",
+    )
 
 
 def test_dtype_without_a_datasheet_peak(run):
-    assert_error(run("knee", "--model", "llama70b", "--gpu", "a100", "--dtype", "fp8"),
-                 "a100 has no fp8 peak in its datasheet. Pass --flops with the figure to use, or --dtype bf16/fp16")
+    assert_error(
+        run("knee", "--model", "llama70b", "--gpu", "a100", "--dtype", "fp8"),
+        "a100 has no fp8 peak in its datasheet. Pass --flops with the figure to use, or --dtype bf16/fp16",
+    )
 
 
 def test_every_command_has_help(run):

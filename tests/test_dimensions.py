@@ -27,7 +27,10 @@ def test_declared_unit_mismatch_is_reported():
     # Parameters are not bytes: forgetting the dtype is the classic mistake.
     with pytest.raises(UnitError) as err:
         Formula(sym.W, sym.N.symbol, "a deliberate mistake")
-    assert str(err.value) == "formula weight_bytes: the right side `N` is [parameter] but weight_bytes is declared in [byte]"
+    assert (
+        str(err.value)
+        == "formula weight_bytes: the right side `N` is [parameter] but weight_bytes is declared in [byte]"
+    )
 
 
 def test_max_branches_must_agree():
@@ -60,13 +63,18 @@ def test_check_command_passes(run):
 
 def test_check_fails_on_a_module_with_a_wrong_formula(tmp_path, monkeypatch):
     module = tmp_path / "wrong_formulas.py"
-    module.write_text(textwrap.dedent('''
+    module.write_text(
+        textwrap.dedent("""
         from derive.formula import formula
         from formulas.notation import W, N, S
         wrong = formula(W, N.symbol + S.symbol, "a deliberate mistake")
-    '''))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     report, failures = checker.run(checker.MODULES + ["wrong_formulas"])
     sys.modules.pop("wrong_formulas", None)
     assert failures == 1
-    assert "FAIL wrong_formulas: formula weight_bytes: terms of a sum disagree: `N` is [parameter] but `S` is [token/sequence]" in report
+    assert (
+        "FAIL wrong_formulas: formula weight_bytes: terms of a sum disagree: `N` is [parameter] but "
+        "`S` is [token/sequence]" in report
+    )

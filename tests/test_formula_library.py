@@ -126,8 +126,9 @@ def test_tpot_is_the_bandwidth_floor_computed_by_hand(run):
 
 
 def test_solve_accepts_the_kv_read_bytes_name(run):
-    out = results(run, "solve", "kv_read_bytes = weight_bytes", "--for", "context", "--model", "llama70b",
-                  "--set", "batch=16")
+    out = results(
+        run, "solve", "kv_read_bytes = weight_bytes", "--for", "context", "--model", "llama70b", "--set", "batch=16"
+    )
     assert out["context"]["value"] == pytest.approx(70_553_706_496 * 2 / (16 * 327_680))  # weights / (B x k)
 
 
@@ -151,9 +152,14 @@ def test_eval_set_changes_downstream_values(run):
 
 @pytest.mark.parametrize(
     ("equation", "unknown"),
-    [("kv_bytes = weight_bytes", "context"), ("kv_bytes = weight_bytes", "batch"),
-     ("memory_time = compute_time", "batch"), ("gemm_intensity = attention_intensity", "batch"),
-     ("gemm_intensity = ridge_intensity", "batch"), ("kv_bytes = memory", "context")],
+    [
+        ("kv_bytes = weight_bytes", "context"),
+        ("kv_bytes = weight_bytes", "batch"),
+        ("memory_time = compute_time", "batch"),
+        ("gemm_intensity = attention_intensity", "batch"),
+        ("gemm_intensity = ridge_intensity", "batch"),
+        ("kv_bytes = memory", "context"),
+    ],
 )
 def test_solve_substituted_back_satisfies_the_equation(equation, unknown):
     setup = Setup(load_model("llama70b"), load_gpu("h100"), context=512)
@@ -163,7 +169,9 @@ def test_solve_substituted_back_satisfies_the_equation(equation, unknown):
     work = generic.scenario("check", "", setup, [])
     work.values[generic.symbol_for(unknown)] = value
     library = model_library(setup.model)
-    assert sympy.simplify(evaluate(left.symbol, work.values, library) - evaluate(right.symbol, work.values, library)) == 0
+    assert (
+        sympy.simplify(evaluate(left.symbol, work.values, library) - evaluate(right.symbol, work.values, library)) == 0
+    )
 
 
 def test_solve_says_when_there_is_no_closed_form(run):

@@ -19,16 +19,45 @@ settings.register_profile("ci", max_examples=300, deadline=None, suppress_health
 settings.register_profile("long", max_examples=100_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-KEYS = ["model_type", "hidden_size", "num_attention_heads", "num_key_value_heads", "num_hidden_layers", "vocab_size",
-        "intermediate_size", "head_dim", "tie_word_embeddings", "attention_bias", "mlp_bias", "num_local_experts",
-        "num_experts_per_tok", "n_embd", "n_head", "n_layer", "n_positions", "n_inner", "kv_lora_rank",
-        "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "n_routed_experts", "n_shared_experts",
-        "moe_intermediate_size", "first_k_dense_replace", "moe_layer_freq", "topk_method", "sliding_window",
-        "quantization_config", "torch_dtype"]
+KEYS = [
+    "model_type",
+    "hidden_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "num_hidden_layers",
+    "vocab_size",
+    "intermediate_size",
+    "head_dim",
+    "tie_word_embeddings",
+    "attention_bias",
+    "mlp_bias",
+    "num_local_experts",
+    "num_experts_per_tok",
+    "n_embd",
+    "n_head",
+    "n_layer",
+    "n_positions",
+    "n_inner",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "qk_nope_head_dim",
+    "qk_rope_head_dim",
+    "v_head_dim",
+    "n_routed_experts",
+    "n_shared_experts",
+    "moe_intermediate_size",
+    "first_k_dense_replace",
+    "moe_layer_freq",
+    "topk_method",
+    "sliding_window",
+    "quantization_config",
+    "torch_dtype",
+]
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 5000) | st.floats(allow_nan=True) | st.text(max_size=8),
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
-    max_leaves=5)
+    max_leaves=5,
+)
 plausible = st.integers(1, 64)
 
 
@@ -74,13 +103,37 @@ def test_config_files_load_or_fail_cleanly(tmp_path_factory, content):
         assert "\n" not in str(exc)
 
 
-units = st.sampled_from(["byte/second", "FLOP/second", "byte", "watt", "second", "token/second",
-                         "token/(second*sequence)"])
+units = st.sampled_from(
+    ["byte/second", "FLOP/second", "byte", "watt", "second", "token/second", "token/(second*sequence)"]
+)
 quantity_text = st.one_of(
     st.text(max_size=30),
-    st.builds(lambda n, u: f"{n} {u}", st.floats(allow_nan=True, allow_infinity=True) | st.integers(),
-              st.sampled_from(["TB/s", "GB", "GiB", "TFLOPS", "TFLOP/s", "W", "ms", "tok/s", "furlong", "", "%",
-                               "B/s/s", "1/s", "s**2", "GB**0.5", "(", "2 3", "e9"])),
+    st.builds(
+        lambda n, u: f"{n} {u}",
+        st.floats(allow_nan=True, allow_infinity=True) | st.integers(),
+        st.sampled_from(
+            [
+                "TB/s",
+                "GB",
+                "GiB",
+                "TFLOPS",
+                "TFLOP/s",
+                "W",
+                "ms",
+                "tok/s",
+                "furlong",
+                "",
+                "%",
+                "B/s/s",
+                "1/s",
+                "s**2",
+                "GB**0.5",
+                "(",
+                "2 3",
+                "e9",
+            ]
+        ),
+    ),
 )
 
 

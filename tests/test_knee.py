@@ -13,8 +13,15 @@ from derive.evaluate import evaluate
 from derive.formula import LIBRARY
 from formulas import notation as sym
 
-RESULT_NAMES = {"weight_bytes", "knee_batch", "knee_context_limit", "max_batch_by_memory",
-                "throughput_at_max_batch", "throughput_ceiling", "first_limit"}
+RESULT_NAMES = {
+    "weight_bytes",
+    "knee_batch",
+    "knee_context_limit",
+    "max_batch_by_memory",
+    "throughput_at_max_batch",
+    "throughput_ceiling",
+    "first_limit",
+}
 
 
 def test_json_contract(run):
@@ -76,7 +83,9 @@ def test_knee_existence_agrees_with_a_numeric_search(context):
     library = LIBRARY.extended(load_model("llama70b").formulas.all())
     crossed = False
     for batch in (2**i for i in range(0, 24)):
-        values = {s: v for s, v in sheet.values.items() if s not in (sym.kv_total, sym.t_mem, sym.t_comp, sym.t_step, sym.R)}
+        values = {
+            s: v for s, v in sheet.values.items() if s not in (sym.kv_total, sym.t_mem, sym.t_comp, sym.t_step, sym.R)
+        }
         values[sym.B] = sympy.Integer(batch)
         if evaluate(sym.t_comp.symbol, values, library) > evaluate(sym.t_mem.symbol, values, library):
             crossed = True
@@ -89,7 +98,9 @@ def test_ceiling_is_the_limit_of_throughput():
     sheet = _sheet(context=1024)
     ceiling = float(sheet.results["throughput_ceiling"].value)
     library = LIBRARY.extended(load_model("llama70b").formulas.all())
-    values = {s: v for s, v in sheet.values.items() if s not in (sym.kv_total, sym.t_mem, sym.t_comp, sym.t_step, sym.R)}
+    values = {
+        s: v for s, v in sheet.values.items() if s not in (sym.kv_total, sym.t_mem, sym.t_comp, sym.t_step, sym.R)
+    }
     values[sym.B] = sympy.Integer(10**12)
     far = float(evaluate(sym.R.symbol, values, library))
     assert far == pytest.approx(ceiling, rel=1e-6)

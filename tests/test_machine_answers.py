@@ -39,5 +39,4 @@ def test_batching_answer_simulates_the_policies():
 
 def test_batching_answer_on_measured_steps():
     answer = answers.answer("batching-strategy", {"measured_steps": True})
-    assert answer.results["simulated_continuous_throughput"].value > answer.results[
-        "simulated_static_throughput"].value
+    assert answer.results["simulated_continuous_throughput"].value > answer.results["simulated_static_throughput"].value

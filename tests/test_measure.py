@@ -14,8 +14,9 @@ def measured(tmp_path_factory):
     import cli
 
     out = tmp_path_factory.mktemp("measure") / "m.json"
-    result = CliRunner().invoke(cli.cli, ["measure", "--quick", "--out", str(out), "--figure",
-                                          str(out.with_suffix(".svg"))], prog_name="derive")
+    result = CliRunner().invoke(
+        cli.cli, ["measure", "--quick", "--out", str(out), "--figure", str(out.with_suffix(".svg"))], prog_name="derive"
+    )
     assert result.exit_code == 0, result.stderr
     return json.loads(out.read_text()), result.stdout, out
 

@@ -22,8 +22,12 @@ RESULT_NAMES = {"experts_touched", "params_read_per_step", "bytes_read_per_step"
 
 
 def _expected(experts_n: int, top_k: int, tokens: int) -> sympy.Expr:
-    values = {sym.E: sympy.Integer(experts_n), sym.k_e: sympy.Integer(top_k),
-              sym.B: sympy.Integer(tokens), sym.tau: sympy.Integer(1)}
+    values = {
+        sym.E: sympy.Integer(experts_n),
+        sym.k_e: sympy.Integer(top_k),
+        sym.B: sympy.Integer(tokens),
+        sym.tau: sympy.Integer(1),
+    }
     return evaluate(LIBRARY.get("experts_touched").expr, values)
 
 

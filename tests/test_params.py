@@ -77,8 +77,14 @@ def test_tied_head_counted_once_untied_twice():
 def test_tie_defaults_follow_the_family(write_config):
     # GPT-2's config has no tie_word_embeddings: PretrainedConfig's default (tied) applies.
     assert load_model("gpt2").config.tied
-    cfg = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-           "intermediate_size": 128, "vocab_size": 100}
+    cfg = {
+        "model_type": "llama",
+        "hidden_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "intermediate_size": 128,
+        "vocab_size": 100,
+    }
     # LlamaConfig defaults tie_word_embeddings to False.
     assert not load_config_path(write_config(cfg)).config.tied
 
@@ -91,7 +97,8 @@ def test_params_command_json(run):
     payload = json.loads(result.stdout)
     assert payload["command"] == "params"
     assert payload["results"]["total_params"] == {
-        "value": 46_702_792_704, "unit": "parameter",
+        "value": 46_702_792_704,
+        "unit": "parameter",
         "symbolic": "N_attn + N_emb + N_head + N_norm + N_routed + N_router",
         "latex": payload["results"]["total_params"]["latex"],
     }

@@ -22,8 +22,7 @@ from formulas import moe as moe_formulas
 from formulas import notation as sym
 
 settings.register_profile("ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("long", max_examples=100_000, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", max_examples=100_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 small = st.integers(min_value=1, max_value=8)
@@ -32,8 +31,11 @@ small = st.integers(min_value=1, max_value=8)
 @st.composite
 def configs(draw):  # type: ignore[no-untyped-def]
     """A config.json of any supported family, with dimensions that fit together."""
-    family = draw(st.sampled_from(["gpt2", "llama", "mistral", "mixtral", "qwen2", "phi3", "gemma2",
-                                   "deepseek_v2", "deepseek_v3"]))
+    family = draw(
+        st.sampled_from(
+            ["gpt2", "llama", "mistral", "mixtral", "qwen2", "phi3", "gemma2", "deepseek_v2", "deepseek_v3"]
+        )
+    )
     kv_heads = draw(small)
     heads = kv_heads * draw(small)
     head_dim = 8 * draw(small)
@@ -41,11 +43,25 @@ def configs(draw):  # type: ignore[no-untyped-def]
     layers, vocab = draw(st.integers(1, 6)), draw(st.integers(10, 500))
     inter = 8 * draw(st.integers(1, 40))
     if family == "gpt2":
-        return {"model_type": "gpt2", "n_embd": hidden, "n_head": heads, "n_layer": layers, "vocab_size": vocab,
-                "n_positions": draw(st.integers(1, 300)), "n_inner": draw(st.sampled_from([None, inter]))}
-    cfg = {"model_type": family, "hidden_size": hidden, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
-           "num_hidden_layers": layers, "vocab_size": vocab, "intermediate_size": inter,
-           "tie_word_embeddings": draw(st.booleans())}
+        return {
+            "model_type": "gpt2",
+            "n_embd": hidden,
+            "n_head": heads,
+            "n_layer": layers,
+            "vocab_size": vocab,
+            "n_positions": draw(st.integers(1, 300)),
+            "n_inner": draw(st.sampled_from([None, inter])),
+        }
+    cfg = {
+        "model_type": family,
+        "hidden_size": hidden,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "num_hidden_layers": layers,
+        "vocab_size": vocab,
+        "intermediate_size": inter,
+        "tie_word_embeddings": draw(st.booleans()),
+    }
     if family == "gemma2":
         cfg["head_dim"] = head_dim * draw(st.sampled_from([1, 2]))
     if family == "llama":
@@ -56,13 +72,22 @@ def configs(draw):  # type: ignore[no-untyped-def]
         cfg["num_experts_per_tok"] = draw(st.integers(1, cfg["num_local_experts"]))
     if family.startswith("deepseek"):
         experts = draw(st.integers(1, 16))
-        cfg.update({"kv_lora_rank": 8 * draw(small), "qk_nope_head_dim": 8 * draw(small),
-                    "qk_rope_head_dim": 8 * draw(small), "v_head_dim": 8 * draw(small),
-                    "q_lora_rank": draw(st.sampled_from([None, 16, 32])), "n_routed_experts": experts,
-                    "num_experts_per_tok": draw(st.integers(1, experts)), "n_shared_experts": draw(st.integers(0, 2)),
-                    "moe_intermediate_size": 8 * draw(small), "first_k_dense_replace": draw(st.integers(0, layers)),
-                    "moe_layer_freq": draw(st.integers(1, 2)),
-                    "topk_method": "noaux_tc" if family == "deepseek_v3" else "greedy"})
+        cfg.update(
+            {
+                "kv_lora_rank": 8 * draw(small),
+                "qk_nope_head_dim": 8 * draw(small),
+                "qk_rope_head_dim": 8 * draw(small),
+                "v_head_dim": 8 * draw(small),
+                "q_lora_rank": draw(st.sampled_from([None, 16, 32])),
+                "n_routed_experts": experts,
+                "num_experts_per_tok": draw(st.integers(1, experts)),
+                "n_shared_experts": draw(st.integers(0, 2)),
+                "moe_intermediate_size": 8 * draw(small),
+                "first_k_dense_replace": draw(st.integers(0, layers)),
+                "moe_layer_freq": draw(st.integers(1, 2)),
+                "topk_method": "noaux_tc" if family == "deepseek_v3" else "greedy",
+            }
+        )
     return cfg
 
 
@@ -85,7 +110,12 @@ def tensor_shapes(cfg: dict) -> list[tuple[int, ...]]:  # type: ignore[type-arg]
         dense = {i for i in range(layers) if i < cfg["first_k_dense_replace"] or i % cfg["moe_layer_freq"]}
     for i in range(layers):
         if t.startswith("deepseek"):
-            r_kv, nope, rope, vd = cfg["kv_lora_rank"], cfg["qk_nope_head_dim"], cfg["qk_rope_head_dim"], cfg["v_head_dim"]
+            r_kv, nope, rope, vd = (
+                cfg["kv_lora_rank"],
+                cfg["qk_nope_head_dim"],
+                cfg["qk_rope_head_dim"],
+                cfg["v_head_dim"],
+            )
             if cfg["q_lora_rank"]:
                 shapes += [(cfg["q_lora_rank"], d), (cfg["q_lora_rank"],), (h * (nope + rope), cfg["q_lora_rank"])]
             else:
@@ -154,9 +184,19 @@ def _decode_values(model: Model, gpu_bw: int, gpu_flops: int, memory: int, batch
     values = dict(shapes)
     for target in (sym.N, sym.N_mm):
         values[target] = evaluate(target.symbol, dict(shapes), lib)
-    values.update({sym.b_w: sympy.Integer(2), sym.b_kv: sympy.Integer(2), sym.tau: sympy.Integer(1),
-                   sym.n: sympy.Integer(1), sym.BW: sympy.Integer(gpu_bw), sym.P: sympy.Integer(gpu_flops),
-                   sym.M: sympy.Integer(memory), sym.B: sympy.Integer(batch), sym.S: sympy.Integer(context)})
+    values.update(
+        {
+            sym.b_w: sympy.Integer(2),
+            sym.b_kv: sympy.Integer(2),
+            sym.tau: sympy.Integer(1),
+            sym.n: sympy.Integer(1),
+            sym.BW: sympy.Integer(gpu_bw),
+            sym.P: sympy.Integer(gpu_flops),
+            sym.M: sympy.Integer(memory),
+            sym.B: sympy.Integer(batch),
+            sym.S: sympy.Integer(context),
+        }
+    )
     return values, lib
 
 
@@ -189,8 +229,9 @@ def test_expected_experts_between_k_and_e_and_tending_to_e(experts, data):
     touched = expr.xreplace({sym.E.symbol: experts, sym.k_e.symbol: top_k, moe_formulas.T_r.symbol: tokens})
     assert top_k - 1e-9 <= float(touched) <= experts + 1e-9
     # Tending to E: at a huge batch every expert is touched (evaluated as the CLI does, without a hang).
-    far = evaluate(expr, {sym.E: sympy.Integer(experts), sym.k_e: sympy.Integer(top_k),
-                          moe_formulas.T_r: sympy.Integer(10**7)})
+    far = evaluate(
+        expr, {sym.E: sympy.Integer(experts), sym.k_e: sympy.Integer(top_k), moe_formulas.T_r: sympy.Integer(10**7)}
+    )
     assert float(far) > experts - 1e-6 or top_k == experts
 
 

@@ -21,8 +21,16 @@ MINE = ["formulas.sharding", "formulas.attention_memory", "formulas.claim"]
 
 
 def _sheet(model="llama3-70b", gpu="h100", tokens=1, tp=8, link=NVLINK):
-    return shard(Setup(load_model(model), load_gpu(gpu), tokens=tokens, tp=tp, link=link,
-                       link_name="" if link is None else "test link"))
+    return shard(
+        Setup(
+            load_model(model),
+            load_gpu(gpu),
+            tokens=tokens,
+            tp=tp,
+            link=link,
+            link_name="" if link is None else "test link",
+        )
+    )
 
 
 def _seed(d, f, T, n, peak_flops, hbm_bw, link_bw):
@@ -35,8 +43,15 @@ def _seed(d, f, T, n, peak_flops, hbm_bw, link_bw):
     t_compute = flops / n / peak_flops
     t_hbm = (w_bytes / n + act_bytes) / hbm_bw
     t_net = comm / link_bw
-    return {"flops": flops, "weight_bytes": w_bytes, "activation_bytes": act_bytes, "allreduce_bytes": comm,
-            "t_compute": t_compute, "t_hbm": t_hbm, "t_network": t_net}
+    return {
+        "flops": flops,
+        "weight_bytes": w_bytes,
+        "activation_bytes": act_bytes,
+        "allreduce_bytes": comm,
+        "t_compute": t_compute,
+        "t_hbm": t_hbm,
+        "t_network": t_net,
+    }
 
 
 def _fraction(value: sympy.Expr) -> Fraction:
@@ -126,8 +141,16 @@ def test_one_gpu_needs_no_link():
 
 
 def test_result_names():
-    assert set(_sheet().results) == {"flops", "weight_bytes", "activation_bytes", "allreduce_bytes", "binding",
-                                     "t_compute", "t_hbm", "t_network"}
+    assert set(_sheet().results) == {
+        "flops",
+        "weight_bytes",
+        "activation_bytes",
+        "allreduce_bytes",
+        "binding",
+        "t_compute",
+        "t_hbm",
+        "t_network",
+    }
 
 
 def test_the_new_modules_pass_the_unit_check():

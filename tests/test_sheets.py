@@ -22,8 +22,9 @@ def fresh(tmp_path_factory):
 
 
 def _files(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and p.suffix in {
-        ".md", ".tex", ".svg", ".png"})
+    return sorted(
+        str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and p.suffix in {".md", ".tex", ".svg", ".png"}
+    )
 
 
 def test_committed_sheets_match_a_fresh_run(fresh):
@@ -44,7 +45,12 @@ def test_every_question_has_a_short_answer_and_numbers():
 def test_every_sheet_and_the_book_compile(fresh, tmp_path):
     shutil.copytree(fresh, tmp_path / "tex")
     for tex in sorted((tmp_path / "tex").glob("*.tex")):
-        result = subprocess.run(["pdflatex", "-halt-on-error", "-interaction=nonstopmode", tex.name],
-                                cwd=tex.parent, capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            ["pdflatex", "-halt-on-error", "-interaction=nonstopmode", tex.name],
+            cwd=tex.parent,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert result.returncode == 0, f"{tex.name}:\n" + result.stdout[-2000:]
         assert tex.with_suffix(".pdf").exists()

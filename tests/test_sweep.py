@@ -29,9 +29,25 @@ def test_axis_syntax():
 
 def test_predict_rows_match_the_scalar_derivation(run, tmp_path):
     out = tmp_path / "grid.csv"
-    result = run("sweep", "predict", "--model", "llama3-70b,llama3-8b", "--gpu", "h100,h200", "--tp", "1,2,4,8",
-                 "--batch", "1:64:9", "--prompt", "128:4096:992", "--output", "16:320:76", "--out", str(out),
-                 "--quiet")
+    result = run(
+        "sweep",
+        "predict",
+        "--model",
+        "llama3-70b,llama3-8b",
+        "--gpu",
+        "h100,h200",
+        "--tp",
+        "1,2,4,8",
+        "--batch",
+        "1:64:9",
+        "--prompt",
+        "128:4096:992",
+        "--output",
+        "16:320:76",
+        "--out",
+        str(out),
+        "--quiet",
+    )
     assert result.exit_code == 0, result.stderr
     rows = list(csv.DictReader(out.open()))
     assert len(rows) == 2 * 2 * 4 * 8 * 5 * 5
@@ -40,10 +56,22 @@ def test_predict_rows_match_the_scalar_derivation(run, tmp_path):
         if row["fits"] == "0":
             continue
         checked += 1
-        sheet = predict(Setup(load_model(row["model"]), load_gpu(row["gpu"]), tp=int(row["tp"]),
-                              batch=int(row["batch"]), prompt=int(row["prompt"]), output=int(row["output"])))
-        for column, name in (("ttft_s", "ttft"), ("tpot_s", "tpot"), ("e2e_latency_s", "e2e_latency"),
-                             ("throughput_token_per_s", "throughput")):
+        sheet = predict(
+            Setup(
+                load_model(row["model"]),
+                load_gpu(row["gpu"]),
+                tp=int(row["tp"]),
+                batch=int(row["batch"]),
+                prompt=int(row["prompt"]),
+                output=int(row["output"]),
+            )
+        )
+        for column, name in (
+            ("ttft_s", "ttft"),
+            ("tpot_s", "tpot"),
+            ("e2e_latency_s", "e2e_latency"),
+            ("throughput_token_per_s", "throughput"),
+        ):
             assert float(row[column]) == pytest.approx(float(sheet.results[name].value), rel=1e-5)
     assert checked > 10
 
@@ -56,8 +84,9 @@ def test_configurations_that_do_not_fit_are_marked_not_dropped(run):
 
 def test_any_formula_and_json_lines(run, tmp_path):
     out = tmp_path / "kv.jsonl"
-    result = run("sweep", "kv_bytes", "--model", "llama70b", "--batch", "1,16", "--context", "1024,4096",
-                 "--out", str(out))
+    result = run(
+        "sweep", "kv_bytes", "--model", "llama70b", "--batch", "1,16", "--context", "1024,4096", "--out", str(out)
+    )
     assert result.exit_code == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     # 327,680 bytes per token (2 x 80 layers x 8 KV heads x 128 x 2 bytes) x batch x context.
@@ -79,7 +108,8 @@ def test_sympy_is_only_used_to_compile():
     # The evaluation itself is numpy: compiling a combination gives plain numpy functions.
     from derive.sweep import compile_combination, predict_target
 
-    compiled = compile_combination(predict_target(), "llama3-8b", "h100", "bf16", ("batch",), {"tp": 1,
-                                   "prompt": 1000, "output": 200})
+    compiled = compile_combination(
+        predict_target(), "llama3-8b", "h100", "bf16", ("batch",), {"tp": 1, "prompt": 1000, "output": 200}
+    )
     value = compiled.functions["tpot"](sympy.Integer(1) * 1.0)
     assert isinstance(float(value), float)

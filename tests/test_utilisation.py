@@ -70,4 +70,3 @@ def test_without_a_measured_time_the_floor_is_used():
 def test_measured_time_must_be_positive():
     with pytest.raises(DeriveError, match="positive"):
         utilisation(SETUP, sympy.Integer(0))
-

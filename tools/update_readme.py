@@ -1,6 +1,6 @@
 """Rerun every `$ derive ...` example in README.md and paste its output (tests/test_readme.py checks it).
 
-    python3 tools/update_readme.py
+python3 tools/update_readme.py
 """
 
 from __future__ import annotations

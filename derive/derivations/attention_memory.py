@@ -14,8 +14,9 @@ from formulas.sharding import b_a
 
 def attention_memory(setup: Setup) -> Sheet:
     model, cfg = setup.model, setup.model.config
-    work = start("attention-memory", f"Attention HBM traffic of {model.title} for a {setup.context:,}-token prompt",
-                 setup)
+    work = start(
+        "attention-memory", f"Attention HBM traffic of {model.title} for a {setup.context:,}-token prompt", setup
+    )
     work.given(b_a, dtype_bytes(activation_format(setup)), activation_format(setup))
     work.given(sym.S, setup.context, "default" if "context" in setup.defaults else "--context")
     for name in ("attention_scores_per_token_pair", "attention_io_values_per_token"):
@@ -27,11 +28,15 @@ def attention_memory(setup: Setup) -> Sheet:
     work.compute(LIBRARY.get("flash_attention_bytes"), "flash_bytes")
     work.compute(LIBRARY.get("naive_attention_bytes"))
     work.compute(LIBRARY.get("attention_traffic_ratio"), "traffic_ratio")
-    work.note("counted per query head and layer: S written, read by the softmax, P written, read by PV (four passes "
-              "over S x S); the causal mask does not shrink what a naive kernel stores")
+    work.note(
+        "counted per query head and layer: S written, read by the softmax, P written, read by PV (four passes "
+        "over S x S); the causal mask does not shrink what a naive kernel stores"
+    )
     work.note("scores in the activation dtype; kernels that keep the softmax in fp32 move twice the naive figure")
     work.note("the tiled figure is a floor: FlashAttention re-reads K and V once per query block")
     if cfg.is_mla:
-        work.note("MLA: Q, K, V and O are sized with the config's head_dim; its query/key heads are "
-                  f"{cfg.qk_nope_dim + cfg.qk_rope_dim} wide, so the tiled figure is approximate")
+        work.note(
+            "MLA: Q, K, V and O are sized with the config's head_dim; its query/key heads are "
+            f"{cfg.qk_nope_dim + cfg.qk_rope_dim} wide, so the tiled figure is approximate"
+        )
     return work.sheet

@@ -44,13 +44,22 @@ def step_times(setup: Setup, traffic: Traffic) -> tuple[Sheet, StepTimes]:
     for eta in (pf.eta_bw, pf.eta_f):
         work.given(eta, 1, "a floor")
     work.given(sym.B, traffic.seats, "--seats: the step times below are tabulated for 1 to this many")
-    for name in ("kv_bytes", "memory_time", "compute_time", "step_time", "prefill_memory_time",
-                 "prefill_compute_time", "ttft"):
+    for name in (
+        "kv_bytes",
+        "memory_time",
+        "compute_time",
+        "step_time",
+        "prefill_memory_time",
+        "prefill_compute_time",
+        "ttft",
+    ):
         work.compute(LIBRARY.get(name))
     decode = over(sym.t_step.symbol, sym.B, work.values, work.library)
     prefill = over(pf.ttft.symbol, sym.B, work.values, work.library)
-    table = StepTimes([0.0] + [float(decode(b)) for b in range(1, traffic.seats + 1)],
-                      [0.0] + [float(prefill(b)) for b in range(1, traffic.seats + 1)])
+    table = StepTimes(
+        [0.0] + [float(decode(b)) for b in range(1, traffic.seats + 1)],
+        [0.0] + [float(prefill(b)) for b in range(1, traffic.seats + 1)],
+    )
     return work.sheet, table
 
 
@@ -62,8 +71,10 @@ def measured_step_times(measurement: dict, traffic: Traffic, prompt: int) -> Ste
     slope = (t2 - t1) / (b2 - b1)
     prefill = next(p for p in measurement["phases"] if p["name"].startswith("prefill"))
     per_token = prefill["seconds"] / prefill["tokens"]
-    return StepTimes([0.0] + [t1 + slope * (b - b1) for b in range(1, traffic.seats + 1)],
-                     [0.0] + [per_token * prompt * k for k in range(1, traffic.seats + 1)])
+    return StepTimes(
+        [0.0] + [t1 + slope * (b - b1) for b in range(1, traffic.seats + 1)],
+        [0.0] + [per_token * prompt * k for k in range(1, traffic.seats + 1)],
+    )
 
 
 def offered_rate(traffic: Traffic, times: StepTimes) -> float:
@@ -82,15 +93,24 @@ def batching(setup: Setup, traffic: Traffic, measurement: dict | None = None) ->
         sheet.notes.append(
             f"step times measured on {machine['cpu']} ({machine['cores']} cores) for {measurement['plan']['model']}: "
             "decode taken as linear in the batch between the measured batches, prefill as linear in prompt tokens; "
-            "the roofline above is shown for comparison")
+            "the roofline above is shown for comparison"
+        )
         sheet.inputs["step_times"] = f"measured on {machine['cpu']}"
     rate = None if traffic.all_at_once else (traffic.rate or offered_rate(traffic, times))
     requests = workload(traffic.requests, traffic.shortest, traffic.longest, traffic.seed, rate)
-    outcomes = {p: simulate(p, requests, times, traffic.seats, traffic.max_wait, record_timeline=True)
-                for p in POLICIES}
-    sheet.inputs.update({"requests": traffic.requests, "seats": traffic.seats, "replies": [traffic.shortest,
-                         traffic.longest], "arrivals": "all at once" if rate is None else f"poisson {rate:.4g}/s",
-                         "seed": traffic.seed, "max_wait_s": traffic.max_wait})
+    outcomes = {
+        p: simulate(p, requests, times, traffic.seats, traffic.max_wait, record_timeline=True) for p in POLICIES
+    }
+    sheet.inputs.update(
+        {
+            "requests": traffic.requests,
+            "seats": traffic.seats,
+            "replies": [traffic.shortest, traffic.longest],
+            "arrivals": "all at once" if rate is None else f"poisson {rate:.4g}/s",
+            "seed": traffic.seed,
+            "max_wait_s": traffic.max_wait,
+        }
+    )
     for policy, outcome in outcomes.items():
         summary = outcome.summary()
         sheet.results[f"{policy}_throughput"] = _result(f"{policy}_throughput", summary["throughput"], "token/second")
@@ -98,15 +118,23 @@ def batching(setup: Setup, traffic: Traffic, measurement: dict | None = None) ->
             sheet.results[f"{policy}_{key}"] = _result(f"{policy}_{key}", summary[key], "second")
     sheet.notes.append(
         f"{traffic.requests} requests, replies uniform from {traffic.shortest} to {traffic.longest} tokens, "
-        f"{traffic.seats} seats, arrivals " + ("all at once" if rate is None else
-                                             f"Poisson at {rate:.3g} per second ({traffic.load:.0%} of continuous capacity)")
-        + f", seed {traffic.seed}")
+        f"{traffic.seats} seats, arrivals "
+        + (
+            "all at once"
+            if rate is None
+            else f"Poisson at {rate:.3g} per second ({traffic.load:.0%} of continuous capacity)"
+        )
+        + f", seed {traffic.seed}"
+    )
     sheet.notes.append(
         ("step times measured (above)" if measurement is not None else "step times from the roofline above (a floor)")
         + "; static and dynamic batches are padded until their longest reply ends, continuous batching refills a "
-          "seat at the next step")
+        "seat at the next step"
+    )
     best = max(outcomes.values(), key=lambda o: o.throughput)
-    sheet.notes.append(f"highest throughput: {best.policy} ({format_quantity(sympy.Float(best.throughput), 'token/second')})")
+    sheet.notes.append(
+        f"highest throughput: {best.policy} ({format_quantity(sympy.Float(best.throughput), 'token/second')})"
+    )
     return sheet, outcomes
 
 

@@ -30,8 +30,9 @@ def claim(setup: Setup) -> Sheet:
     model, gpu = setup.model, setup.gpu
     if gpu is None:
         raise DeriveError("claim needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
-    work = start("claim", f"{format_quantity(setup.claim, 'token/second')} per user for {model.title} on "
-                 f"{gpu.title}?", setup)
+    work = start(
+        "claim", f"{format_quantity(setup.claim, 'token/second')} per user for {model.title} on {gpu.title}?", setup
+    )
     work.sheet.inputs["claim"] = float(setup.claim)
     decode_inputs(work, setup)
     accelerator(work, setup)
@@ -44,8 +45,10 @@ def claim(setup: Setup) -> Sheet:
     work.compute(LIBRARY.get("memory_time"))
     floor = work.compute(LIBRARY.get("floor_tokens_per_s_per_user"), "floor_tokens_per_s_per_user")
     verdict = "impossible as stated" if setup.claim > floor else "within the floor"
-    work.note(f"the claim is {float(setup.claim / floor):.3g} x the bandwidth floor of "
-              f"{format_quantity(floor, _RATE)}: {verdict}")
+    work.note(
+        f"the claim is {float(setup.claim / floor):.3g} x the bandwidth floor of "
+        f"{format_quantity(floor, _RATE)}: {verdict}"
+    )
 
     work.heading("What would have to be true")
     bits = solve(cl.r_floor.symbol, cl.r_claim.symbol, sym.b_w, work.library)
@@ -58,12 +61,16 @@ def claim(setup: Setup) -> Sheet:
 
     passes = solve(cl.r_floor.symbol, cl.r_claim.symbol, sym.tau, work.library)
     tau_needed = evaluate(passes.closed_form, work.values, work.library)
-    work.solved(passes, cl.tau_req, tau_needed, "from speculative decoding, with free drafts", result="required_tokens_per_pass")
+    work.solved(
+        passes, cl.tau_req, tau_needed, "from speculative decoding, with free drafts", result="required_tokens_per_pass"
+    )
     _speculation_note(work, tau_needed)
     _aggregate(work, setup, n)
 
-    work.note("roofline floor: peak bandwidth, ideal tensor parallelism, no communication or kernel overheads; "
-              "a real server is slower, so a claim above the floor cannot hold as stated")
+    work.note(
+        "roofline floor: peak bandwidth, ideal tensor parallelism, no communication or kernel overheads; "
+        "a real server is slower, so a claim above the floor cannot hold as stated"
+    )
     model_notes(work, setup)
     return work.sheet
 
@@ -74,9 +81,11 @@ def _speculation_note(work: Work, tau_needed: sympy.Expr) -> None:
     values[sym.tau] = tau_needed
     compute = evaluate(LIBRARY.get("compute_time").expr, values, work.library)
     if compute > work.values[sym.t_mem]:
-        work.note(f"verifying {float(tau_needed):.3g} tokens a pass takes {format_quantity(compute, 'second')} at peak, "
-                  f"longer than the {format_quantity(work.values[sym.t_mem], 'second')} read: the pass turns "
-                  f"compute-bound, so speculation cannot reach the claim")
+        work.note(
+            f"verifying {float(tau_needed):.3g} tokens a pass takes {format_quantity(compute, 'second')} at peak, "
+            f"longer than the {format_quantity(work.values[sym.t_mem], 'second')} read: the pass turns "
+            f"compute-bound, so speculation cannot reach the claim"
+        )
 
 
 def _aggregate(work: Work, setup: Setup, n: int) -> None:
@@ -99,8 +108,10 @@ def _aggregate(work: Work, setup: Setup, n: int) -> None:
         line += f"; memory holds only {int(holds)} sequences of {setup.context:,} tokens beside the weights"
     work.note(line)
     if holds < 1:
-        work.note(f"the weights and one sequence do not fit in {n} x {format_quantity(setup.gpu.memory, 'byte')}: "
-                  f"the claimed hardware cannot hold the model in {setup.dtype} at all")
+        work.note(
+            f"the weights and one sequence do not fit in {n} x {format_quantity(setup.gpu.memory, 'byte')}: "
+            f"the claimed hardware cannot hold the model in {setup.dtype} at all"
+        )
 
 
 def _positive(value: sympy.Expr) -> sympy.Expr | None:

@@ -13,6 +13,7 @@ from derive.formula import LIBRARY, Library
 from derive.sheet import Sheet, Work
 from formulas import notation as sym
 
+
 @dataclass(frozen=True)
 class Setup:
     """What a command runs on: a model, maybe an accelerator, and the workload."""
@@ -51,8 +52,13 @@ class Setup:
         return self.dtype if self.dtype in ("fp32", "fp16", "bf16", "fp8") else "bf16"
 
     def inputs(self) -> dict[str, object]:
-        out: dict[str, object] = {"model": self.model.name, "dtype": self.dtype, "kv_dtype": self.kv_format,
-                                  "context": self.context, "batch": self.batch}
+        out: dict[str, object] = {
+            "model": self.model.name,
+            "dtype": self.dtype,
+            "kv_dtype": self.kv_format,
+            "context": self.context,
+            "batch": self.batch,
+        }
         if self.gpu is not None:
             out["gpu"] = self.gpu.name
         if self.tp is not None:
@@ -94,7 +100,11 @@ def aggregates(work: Work, setup: Setup) -> None:
     """The model's totals as givens: the knee needs N and N_mm, not their breakdown."""
     library = work.library
     for target in (sym.N, sym.N_mm):
-        work.given(target, evaluate(target.symbol, dict(setup.model.formulas.shapes), library), "from the config: derive params")
+        work.given(
+            target,
+            evaluate(target.symbol, dict(setup.model.formulas.shapes), library),
+            "from the config: derive params",
+        )
 
 
 def default_tp(setup: Setup, weights: sympy.Expr, one_sequence: sympy.Expr, memory: sympy.Expr) -> int:

@@ -36,10 +36,17 @@ def flops(setup: Setup) -> Sheet:
     work.compute(LIBRARY.get("non_arithmetic_params"), "non_arithmetic_params")
     crossing = solve(fl.F_att.symbol, sym.F.symbol, sym.S, work.library)
     at = _positive(evaluate(crossing.closed_form, work.values, work.library))
-    work.solved(crossing, fl.S_att, at, "beyond it attention dominates the arithmetic",
-                result="attention_equals_weights_context")
-    work.note(f"the 2N rule is off by {float(total / rule - 1):+.1%} at {setup.context:,} tokens: it counts the "
-              f"embedding lookup (no arithmetic) and misses attention, which grows with context")
+    work.solved(
+        crossing,
+        fl.S_att,
+        at,
+        "beyond it attention dominates the arithmetic",
+        result="attention_equals_weights_context",
+    )
+    work.note(
+        f"the 2N rule is off by {float(total / rule - 1):+.1%} at {setup.context:,} tokens: it counts the "
+        f"embedding lookup (no arithmetic) and misses attention, which grows with context"
+    )
     if model.config.is_moe:
         work.note("2N here uses the total parameters; a token only multiplies through the active ones")
     return work.sheet
@@ -58,8 +65,10 @@ def fit(setup: Setup) -> Sheet:
     fitting = work.compute(LIBRARY.get("max_batch_by_memory"))
     work.result("max_sequences", sym.B_max, max(fitting, 0), LIBRARY.get("max_batch_by_memory").expr)
     if fitting < 1:
-        work.note(f"the weights ({format_quantity(weights, 'byte')}) leave no room for a sequence: "
-                  f"add accelerators (--count) or use a smaller --dtype")
+        work.note(
+            f"the weights ({format_quantity(weights, 'byte')}) leave no room for a sequence: "
+            f"add accelerators (--count) or use a smaller --dtype"
+        )
     work.note("an upper bound: activations, the framework's workspace and fragmentation take memory too")
     model_notes(work, setup)
     return work.sheet
@@ -77,20 +86,32 @@ def intensity(setup: Setup) -> Sheet:
     attention = work.compute(LIBRARY.get("attention_intensity"), "attention_intensity")
     ridge = work.compute(LIBRARY.get("ridge_intensity"), "ridge_intensity")
     flip = solve(it.I_w.symbol, it.I_att.symbol, sym.B, work.library)
-    work.solved(flip, it.B_flip, _positive(evaluate(flip.closed_form, work.values, work.library)),
-                "below it attention has the higher intensity; above it the weight GEMMs do", result="flip_batch")
+    work.solved(
+        flip,
+        it.B_flip,
+        _positive(evaluate(flip.closed_form, work.values, work.library)),
+        "below it attention has the higher intensity; above it the weight GEMMs do",
+        result="flip_batch",
+    )
     for label, value in (("weight GEMMs", gemm), ("attention", attention)):
         side = "memory-bound" if value < ridge else "compute-bound"
-        work.note(f"{label}: {format_quantity(value, 'FLOP/byte')} against the {gpu.name} ridge of "
-                  f"{format_quantity(ridge, 'FLOP/byte')}: {side}")
-    work.note("fusion removes activation round trips (norms, softmax, elementwise ops) but cannot raise a "
-              "GEMM's or attention's intensity: only the batch (GEMMs) or the architecture (GQA, MLA) can")
+        work.note(
+            f"{label}: {format_quantity(value, 'FLOP/byte')} against the {gpu.name} ridge of "
+            f"{format_quantity(ridge, 'FLOP/byte')}: {side}"
+        )
+    work.note(
+        "fusion removes activation round trips (norms, softmax, elementwise ops) but cannot raise a "
+        "GEMM's or attention's intensity: only the batch (GEMMs) or the architecture (GQA, MLA) can"
+    )
     return work.sheet
 
 
 def crossover_kv_weights(setup: Setup) -> Sheet:
-    work = start("crossover kv-weights",
-                 f"Context where KV reads overtake weight reads: {setup.model.title} at batch {setup.batch}", setup)
+    work = start(
+        "crossover kv-weights",
+        f"Context where KV reads overtake weight reads: {setup.model.title} at batch {setup.batch}",
+        setup,
+    )
     decode_inputs(work, setup)
     work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
     del work.values[sym.kv_seq]  # S is the unknown now: K_seq must be derived from it, not given
@@ -100,11 +121,15 @@ def crossover_kv_weights(setup: Setup) -> Sheet:
     work.solved(crossing, sym.S, context, result="crossover_context")
     work.compute(LIBRARY.get("kv_bytes_per_sequence"))
     kv_bytes = work.compute(LIBRARY.get("kv_bytes"), "kv_bytes_at_crossover")
-    work.note(f"at the crossover the batch's cache ({format_quantity(kv_bytes, 'byte')}) equals the weights: "
-              f"the step reads twice the weight bytes, and needs memory for both")
+    work.note(
+        f"at the crossover the batch's cache ({format_quantity(kv_bytes, 'byte')}) equals the weights: "
+        f"the step reads twice the weight bytes, and needs memory for both"
+    )
     if setup.gpu is not None:
-        work.note(f"{setup.gpu.name} holds {format_quantity(setup.gpu.memory, 'byte')}: the cache alone at the "
-                  f"crossover fills {float(kv_bytes / setup.gpu.memory):.2f} of one accelerator")
+        work.note(
+            f"{setup.gpu.name} holds {format_quantity(setup.gpu.memory, 'byte')}: the cache alone at the "
+            f"crossover fills {float(kv_bytes / setup.gpu.memory):.2f} of one accelerator"
+        )
     return work.sheet
 
 
@@ -118,22 +143,30 @@ def crossover_prefill(setup: Setup) -> Sheet:
         work.given(eta, 1, "a floor: peak figures")
     work.compute(LIBRARY.get("ridge_intensity"), "ridge_intensity")
     crossing, tokens = solve(pf.t_pm.symbol, pf.t_pc.symbol, pf.S_p, work.library).positive(
-        lambda root: evaluate(root, work.values, work.library))
+        lambda root: evaluate(root, work.values, work.library)
+    )
     work.solved(crossing, pf.S_pref, tokens, "longer prompts are compute-bound", result="compute_bound_prompt_tokens")
-    work.note("to first order the crossover is the ridge point times bytes per weight over 2: "
-              "a prompt token does 2 FLOPs per weight read once for all of them")
+    work.note(
+        "to first order the crossover is the ridge point times bytes per weight over 2: "
+        "a prompt token does 2 FLOPs per weight read once for all of them"
+    )
     return work.sheet
 
 
 def predict(setup: Setup) -> Sheet:
     model = setup.model
-    work = start("predict", f"TTFT and TPOT of {model.title}: {setup.prompt:,} prompt, {setup.output:,} output tokens",
-                 setup)
+    work = start(
+        "predict", f"TTFT and TPOT of {model.title}: {setup.prompt:,} prompt, {setup.output:,} output tokens", setup
+    )
     # Decode steps see the prompt plus, on average, half the output.
     mean_context = sympy.Integer(setup.prompt) + sympy.Rational(setup.output, 2)
     decode_inputs(work, replace(setup, context=mean_context))  # type: ignore[arg-type]
-    work.sheet.steps = [Given(s.sym, s.value, "the mean context: prompt plus half the output")
-                        if isinstance(s, Given) and s.sym == sym.S else s for s in work.sheet.steps]
+    work.sheet.steps = [
+        Given(s.sym, s.value, "the mean context: prompt plus half the output")
+        if isinstance(s, Given) and s.sym == sym.S
+        else s
+        for s in work.sheet.steps
+    ]
     gpu = accelerator(work, setup)
     parallelism(work, setup, gpu)
     work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
@@ -178,8 +211,13 @@ def compare(setup: Setup) -> Sheet:
         tp = max(int(knee(setup).inputs["tp"]), int(knee(other_setup).inputs["tp"]))
         setup, other_setup = (Setup(**{**s.__dict__, "tp": tp}) for s in (setup, other_setup))
     base, other = knee(setup), knee(other_setup)
-    work = Work(Sheet("compare", f"{setup.model.title}: {setup.vs.title} against {setup.gpu.title}",
-                      {**setup.inputs(), "vs": setup.vs.name, "tp": base.inputs["tp"], "vs_tp": other.inputs["tp"]}))
+    work = Work(
+        Sheet(
+            "compare",
+            f"{setup.model.title}: {setup.vs.title} against {setup.gpu.title}",
+            {**setup.inputs(), "vs": setup.vs.name, "tp": base.inputs["tp"], "vs_tp": other.inputs["tp"]},
+        )
+    )
     figures = (
         ("bandwidth_ratio", sym.BW, "bandwidth-bound decode (small batch) speeds up by this"),
         ("compute_ratio", sym.P, "compute-bound work (prefill, a batch past the knee) speeds up by this"),
@@ -187,12 +225,20 @@ def compare(setup: Setup) -> Sheet:
         ("max_throughput_ratio", sym.R_at_max, "throughput at each one's largest batch"),
     )
     for name, quantity, meaning in figures:
-        first = base.values.get(quantity) if quantity is not sym.R_at_max else base.results["throughput_at_max_batch"].value
-        second = other.values.get(quantity) if quantity is not sym.R_at_max else other.results["throughput_at_max_batch"].value
+        first = (
+            base.values.get(quantity) if quantity is not sym.R_at_max else base.results["throughput_at_max_batch"].value
+        )
+        second = (
+            other.values.get(quantity)
+            if quantity is not sym.R_at_max
+            else other.results["throughput_at_max_batch"].value
+        )
         ratio = second / first
         work.result(name, None, ratio, unit="")
-        work.note(f"{name} = {float(ratio):.3g}: {meaning} ({format_quantity(second, quantity.unit)} against "
-                  f"{format_quantity(first, quantity.unit)})")
+        work.note(
+            f"{name} = {float(ratio):.3g}: {meaning} ({format_quantity(second, quantity.unit)} against "
+            f"{format_quantity(first, quantity.unit)})"
+        )
     work.sheet.steps = base.steps  # the first accelerator's derivation; the second's follows the same steps
     work.sheet.values = base.values
     return work.sheet

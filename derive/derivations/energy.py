@@ -20,8 +20,15 @@ from formulas import energy as energy_formulas
 from formulas import notation as sym
 
 _STEP = ("kv_bytes", "memory_time", "compute_time", "step_time")
-_DEPENDS_ON_BATCH = (sym.kv_total, sym.t_mem, sym.t_comp, sym.t_step, sym.R,
-                     energy_formulas.E_step, energy_formulas.e_tok)
+_DEPENDS_ON_BATCH = (
+    sym.kv_total,
+    sym.t_mem,
+    sym.t_comp,
+    sym.t_step,
+    sym.R,
+    energy_formulas.E_step,
+    energy_formulas.e_tok,
+)
 
 
 def decode_roofline(work: Work, setup: Setup) -> tuple[sympy.Expr, sympy.Expr]:
@@ -104,11 +111,14 @@ def energy(setup: Setup) -> Sheet:
         f"{format_quantity(one, 'joule/token')} alone and {format_quantity(full, 'joule/token')} in a full batch; "
         f"the weights read each step are shared by every sequence in it"
     )
-    work.note("power is the TDP for the whole step: an upper bound on the accelerators' draw (a memory-bound step "
-              "usually draws less); host CPUs, networking and cooling (PUE) are not counted")
-    work.note("step time is the roofline floor (peak bandwidth and FLOP/s, ideal tensor parallelism): a real step "
-              "is slower, and its energy per token higher in proportion")
+    work.note(
+        "power is the TDP for the whole step: an upper bound on the accelerators' draw (a memory-bound step "
+        "usually draws less); host CPUs, networking and cooling (PUE) are not counted"
+    )
+    work.note(
+        "step time is the roofline floor (peak bandwidth and FLOP/s, ideal tensor parallelism): a real step "
+        "is slower, and its energy per token higher in proportion"
+    )
     roofline_moe_note(work, setup)
     model_notes(work, setup)
     return work.sheet
-

@@ -41,7 +41,9 @@ def symbol_for(key: str) -> Sym:
 def parse_setting(text: str) -> tuple[Sym, sympy.Expr]:
     """'batch=16' or 'bandwidth=3.35 TB/s' as a symbol and an exact value in base units."""
     if "=" not in text:
-        raise DeriveError(f"--set '{text}' is not key=value", "For example --set batch=16 or --set 'bandwidth=3.35 TB/s'")
+        raise DeriveError(
+            f"--set '{text}' is not key=value", "For example --set batch=16 or --set 'bandwidth=3.35 TB/s'"
+        )
     key, value = text.split("=", 1)
     target = symbol_for(key)
     if _NUMBER.match(value) and target.unit in _COUNT_UNITS:

@@ -18,8 +18,9 @@ from formulas import notation as sym
 def experts(setup: Setup) -> Sheet:
     model = setup.model
     if not model.config.is_moe:
-        raise DeriveError(f"{model.name} is not a mixture of experts",
-                          "Use a MoE model such as mixtral-8x7b or deepseek-v3")
+        raise DeriveError(
+            f"{model.name} is not a mixture of experts", "Use a MoE model such as mixtral-8x7b or deepseek-v3"
+        )
     work = start("experts", f"Experts one decode step of {model.title} reads at batch {setup.batch:,}", setup)
     shapes = dict(model.formulas.shapes)
     for total in (sym.N, sym.N_routed, sym.N_act):
@@ -50,10 +51,14 @@ def experts(setup: Setup) -> Sheet:
         f"and each touched expert streams from memory once: {format_quantity(read, 'parameter')} read, "
         f"{format_quantity(ratio, '')} x the {format_quantity(active, 'parameter')} one token uses"
     )
-    work.note("at batch 1 a step touches exactly k experts a layer, so it reads the active count; as the batch "
-              "grows E_t tends to E and the step reads every parameter")
-    work.note("routing taken as uniform and independent across tokens: real routers are balanced over many "
-              "steps, not per step, and skewed or correlated routing touches fewer experts, so this is the most a step reads")
+    work.note(
+        "at batch 1 a step touches exactly k experts a layer, so it reads the active count; as the batch "
+        "grows E_t tends to E and the step reads every parameter"
+    )
+    work.note(
+        "routing taken as uniform and independent across tokens: real routers are balanced over many "
+        "steps, not per step, and skewed or correlated routing touches fewer experts, so this is the most a step reads"
+    )
     if cfg.shared_experts:
         work.note(f"the {cfg.shared_experts} shared expert(s) per MoE layer serve every token and are read every step")
     work.note("the embedding is a lookup (only the step's rows are read) but is counted whole, as in the active count")

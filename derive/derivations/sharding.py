@@ -30,8 +30,11 @@ def shard(setup: Setup) -> Sheet:
     tokens = f"{setup.tokens:,} token{'' if setup.tokens == 1 else 's'}"
     work = start("shard", f"One FFN layer of {model.title} on {gpu.title}, {tokens}", setup)
     work.sheet.inputs["tokens"] = setup.tokens
-    work.given(sh.m_ffn, 3 if cfg.gated_mlp else 2,
-               "config: gated MLP (gate, up, down)" if cfg.gated_mlp else "config: ungated MLP (up, down)")
+    work.given(
+        sh.m_ffn,
+        3 if cfg.gated_mlp else 2,
+        "config: gated MLP (gate, up, down)" if cfg.gated_mlp else "config: ungated MLP (up, down)",
+    )
     work.given(sh.T_ffn, setup.tokens, "default" if "tokens" in setup.defaults else "--tokens")
     work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
     work.given(sh.b_a, dtype_bytes(activation_format(setup)), activation_format(setup))
@@ -54,8 +57,10 @@ def shard(setup: Setup) -> Sheet:
     work.compute(LIBRARY.get("ffn_allreduce_bytes"), "allreduce_bytes")
 
     work.heading("Three times")
-    times = {"compute": work.compute(LIBRARY.get("ffn_compute_time"), "t_compute"),
-             "hbm": work.compute(LIBRARY.get("ffn_hbm_time"), "t_hbm")}
+    times = {
+        "compute": work.compute(LIBRARY.get("ffn_compute_time"), "t_compute"),
+        "hbm": work.compute(LIBRARY.get("ffn_hbm_time"), "t_hbm"),
+    }
     if link is not None:
         work.given(sh.BW_link, link[0], link[1])
         times["network"] = work.compute(LIBRARY.get("ffn_network_time"), "t_network")
@@ -69,21 +74,32 @@ def shard(setup: Setup) -> Sheet:
     crossing = _cancelled(solve(sh.t_ffn_comp.symbol, sh.t_ffn_hbm.symbol, sh.T_ffn, work.library))
     at = evaluate(crossing.closed_form, work.values, work.library)
     at = at if at.is_finite and at > 0 else None
-    work.solved(crossing, sh.T_cross, at,
-                "above it the layer is compute-bound" if at is not None
-                else "never: each token adds more activation bytes than arithmetic")
+    work.solved(
+        crossing,
+        sh.T_cross,
+        at,
+        "above it the layer is compute-bound"
+        if at is not None
+        else "never: each token adds more activation bytes than arithmetic",
+    )
 
     spread = ", ".join(f"{k} {format_quantity(v, 'second')}" for k, v in times.items())
     work.note(f"{binding} binds ({spread})")
     if cfg.is_moe:
-        work.note(f"the config's intermediate size ({cfg.intermediate:,}) is the dense MLP's; MoE layers send each "
-                  f"token to {cfg.experts_per_token} experts of width {cfg.expert_intermediate:,} instead")
+        work.note(
+            f"the config's intermediate size ({cfg.intermediate:,}) is the dense MLP's; MoE layers send each "
+            f"token to {cfg.experts_per_token} experts of width {cfg.expert_intermediate:,} instead"
+        )
     if cfg.gated_mlp:
-        work.note("gated MLP: the gate and up outputs are counted as one hidden activation, as a fused kernel keeps them")
+        work.note(
+            "gated MLP: the gate and up outputs are counted as one hidden activation, as a fused kernel keeps them"
+        )
     if cfg.mlp_bias:
         work.note("biases (d_ff + d values) are left out: they are a small fraction of the weights")
-    work.note("roofline: peak figures, and no overlap of the all-reduce with the matmuls (a real layer overlaps "
-              "them in part, so its time is at least the largest of the three)")
+    work.note(
+        "roofline: peak figures, and no overlap of the all-reduce with the matmuls (a real layer overlaps "
+        "them in part, so its time is at least the largest of the three)"
+    )
     return work.sheet
 
 
@@ -101,8 +117,9 @@ def _degree(work: Work, setup: Setup, gpu: Gpu) -> int:
         work.given(sym.n, setup.tp, "--tp")
         return setup.tp
     scratch = dict(setup.model.formulas.shapes)
-    scratch.update({sym.b_w: dtype_bytes(setup.dtype), sym.b_kv: dtype_bytes(setup.kv_format),
-                    sym.S: sympy.Integer(setup.context)})
+    scratch.update(
+        {sym.b_w: dtype_bytes(setup.dtype), sym.b_kv: dtype_bytes(setup.kv_format), sym.S: sympy.Integer(setup.context)}
+    )
     weights = evaluate(sym.W.symbol, scratch, work.library)
     one_sequence = evaluate(sym.kv_seq.symbol, scratch, work.library)
     tp = default_tp(setup, weights, one_sequence, gpu.memory)

@@ -107,9 +107,13 @@ def knee(setup: Setup) -> Sheet:
     slope_compute = sympy.diff(inline(compute_time, sym.B, work.library), sym.B.symbol)
     limit_solution = solve(slope_memory, slope_compute, sym.S, work.library)
     limit_value = _positive(evaluate(limit_solution.closed_form, work.values, work.library))
-    work.solved(knee_solution, sym.B_knee, knee_value,
-                "" if knee_value is not None else "no knee: each extra sequence adds more KV reading than arithmetic",
-                result="knee_batch")
+    work.solved(
+        knee_solution,
+        sym.B_knee,
+        knee_value,
+        "" if knee_value is not None else "no knee: each extra sequence adds more KV reading than arithmetic",
+        result="knee_batch",
+    )
     if limit_value is None:
         limit_note = "attention alone is compute-bound here (a/k above the ridge P/BW): a knee exists at any context"
     else:
@@ -142,16 +146,24 @@ def knee(setup: Setup) -> Sheet:
     first = "compute" if knee_first else "memory_capacity"
     work.result("first_limit", None, first)
     if knee_first:
-        work.note(f"a growing batch meets the compute roof first: the knee ({_count(knee_value)}) comes before "
-                  f"memory fills ({_count(max_batch)})")
+        work.note(
+            f"a growing batch meets the compute roof first: the knee ({_count(knee_value)}) comes before "
+            f"memory fills ({_count(max_batch)})"
+        )
     else:
-        work.note(f"a growing batch fills memory first ({_count(max_batch)}) while still bandwidth-bound"
-                  + ("" if knee_value is None else f"; the knee would be at {_count(knee_value)}"))
-    work.note("roofline floor: peak bandwidth and FLOP/s at 100% efficiency, ideal tensor parallelism, "
-              "no communication or kernel overheads")
+        work.note(
+            f"a growing batch fills memory first ({_count(max_batch)}) while still bandwidth-bound"
+            + ("" if knee_value is None else f"; the knee would be at {_count(knee_value)}")
+        )
+    work.note(
+        "roofline floor: peak bandwidth and FLOP/s at 100% efficiency, ideal tensor parallelism, "
+        "no communication or kernel overheads"
+    )
     if tp > model.config.kv_heads and not model.config.is_mla:
-        work.note(f"tp={tp} exceeds the {model.config.kv_heads} KV heads: real servers replicate KV heads, "
-                  f"so the cache per GPU is larger than assumed")
+        work.note(
+            f"tp={tp} exceeds the {model.config.kv_heads} KV heads: real servers replicate KV heads, "
+            f"so the cache per GPU is larger than assumed"
+        )
     model_notes(work, setup)
     return work.sheet
 

@@ -15,8 +15,9 @@ from formulas import notation as sym
 from formulas import utilisation as u
 
 
-def utilisation(setup: Setup, measured_step_time: sympy.Rational | None = None,
-                recompute_fraction: sympy.Rational | int = 0) -> Sheet:
+def utilisation(
+    setup: Setup, measured_step_time: sympy.Rational | None = None, recompute_fraction: sympy.Rational | int = 0
+) -> Sheet:
     model, gpu = setup.model, setup.gpu
     if gpu is None:
         raise DeriveError("utilisation needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
@@ -35,8 +36,10 @@ def utilisation(setup: Setup, measured_step_time: sympy.Rational | None = None,
     if measured_step_time is None:
         work.given(u.t_meas, floor, "none measured: the roofline floor t_step", inline=True)
         at_floor = "MBU" if bound == "memory" else "MFU"
-        work.note(f"no measured step time: the roofline floor is used, so the {bound} side reads 100% by "
-                  f"construction ({at_floor} = 100% is the floor); pass a measured time to compare")
+        work.note(
+            f"no measured step time: the roofline floor is used, so the {bound} side reads 100% by "
+            f"construction ({at_floor} = 100% is the floor); pass a measured time to compare"
+        )
     else:
         work.given(u.t_meas, measured_step_time, "measured", inline=True)
     work.given(u.f_rc, recompute_fraction, "decode recomputes nothing" if recompute_fraction == 0 else "given")
@@ -48,10 +51,12 @@ def utilisation(setup: Setup, measured_step_time: sympy.Rational | None = None,
     gap = work.compute(LIBRARY.get("unexplained_time"), "unexplained_time")
     work.result("roofline_step_time", sym.t_step, floor, LIBRARY.get("step_time").expr)
 
-    work.note("to measure MBU on a running server: time the decode steps at a steady batch (inter-token latency, "
-              "or the server's per-step time), take the bytes each GPU must read per step (weights/n plus the "
-              "batch's KV at its current context, as above), and divide by time x peak bandwidth; a profiler's "
-              "DRAM-throughput counter (Nsight Compute, DCGM) gives the achieved bandwidth directly as a cross-check")
+    work.note(
+        "to measure MBU on a running server: time the decode steps at a steady batch (inter-token latency, "
+        "or the server's per-step time), take the bytes each GPU must read per step (weights/n plus the "
+        "batch's KV at its current context, as above), and divide by time x peak bandwidth; a profiler's "
+        "DRAM-throughput counter (Nsight Compute, DCGM) gives the achieved bandwidth directly as a cross-check"
+    )
     if measured_step_time is not None and gap > 0:
         work.note(
             f"the step is {bound}-bound on the roofline and takes {format_quantity(gap, 'second')} more than its "
@@ -61,12 +66,16 @@ def utilisation(setup: Setup, measured_step_time: sympy.Rational | None = None,
             f"the work outside the matmuls (norms, sampling, dequantisation)"
         )
     if mbu > 1:
-        work.note("MBU above 100%: the step moved less than assumed (quantised weights or KV, a shorter "
-                  "context, or fewer sequences); check --dtype, --kv-dtype, --context and --batch")
-    work.note("HFU counts recomputed FLOPs (activation checkpointing re-runs forward passes in training), MFU "
-              "does not: recomputation raises HFU, never MFU; decode recomputes nothing, so they agree here"
-              if recompute_fraction == 0 else
-              "HFU counts the recomputed FLOPs (f_rc of the model FLOPs), MFU does not: checkpointing raises HFU only")
+        work.note(
+            "MBU above 100%: the step moved less than assumed (quantised weights or KV, a shorter "
+            "context, or fewer sequences); check --dtype, --kv-dtype, --context and --batch"
+        )
+    work.note(
+        "HFU counts recomputed FLOPs (activation checkpointing re-runs forward passes in training), MFU "
+        "does not: recomputation raises HFU, never MFU; decode recomputes nothing, so they agree here"
+        if recompute_fraction == 0
+        else "HFU counts the recomputed FLOPs (f_rc of the model FLOPs), MFU does not: checkpointing raises HFU only"
+    )
     read = roofline_moe_note(work, setup)
     if read is not None:
         touched_mbu = (read + work.values[sym.kv_total]) / (work.values[sym.n] * gpu.bandwidth * work.values[u.t_meas])

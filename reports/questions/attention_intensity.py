@@ -24,8 +24,13 @@ def _draw(gqa, mla, setups, stem):  # type: ignore[no-untyped-def]
         (f"GQA attention ({gqa_setup.model.name})", float(gqa.values[it.I_att])),
         (f"MLA attention ({mla_setup.model.name})", float(mla.values[it.I_att])),
     ]
-    figures.roofline(stem, float(gqa.values[sym.P]), float(gqa.values[sym.BW]), points,
-                     f"Decode on {gqa_setup.gpu.name}: batching moves the GEMMs, not attention")
+    figures.roofline(
+        stem,
+        float(gqa.values[sym.P]),
+        float(gqa.values[sym.BW]),
+        points,
+        f"Decode on {gqa_setup.gpu.name}: batching moves the GEMMs, not attention",
+    )
 
 
 def build(inputs: Inputs) -> Answer:
@@ -50,10 +55,14 @@ def build(inputs: Inputs) -> Answer:
         "i_w": answer.headline("gemm_intensity", g["qkv_intensity"].value, "FLOP/byte"),
         "flip": answer.headline("flip_batch", g["flip_batch"].value, "sequence"),
         "batch": Quantity(gqa.values[sym.B], "sequence"),
-        "gqa_model": Quantity(gqa_setup.model.title), "mla_model": Quantity(mla_setup.model.title),
-        "heads": Quantity(gqa.values[sym.n_h], ""), "kv_heads": Quantity(gqa.values[sym.n_kv], ""),
-        "mla_heads": Quantity(mla.values[sym.n_h], ""), "gpu": Quantity(gqa_setup.gpu.name),
-        "k_gqa": Quantity(gqa.values[sym.k], "byte/token"), "k_mla": Quantity(mla.values[sym.k], "byte/token"),
+        "gqa_model": Quantity(gqa_setup.model.title),
+        "mla_model": Quantity(mla_setup.model.title),
+        "heads": Quantity(gqa.values[sym.n_h], ""),
+        "kv_heads": Quantity(gqa.values[sym.n_kv], ""),
+        "mla_heads": Quantity(mla.values[sym.n_h], ""),
+        "gpu": Quantity(gqa_setup.gpu.name),
+        "k_gqa": Quantity(gqa.values[sym.k], "byte/token"),
+        "k_mla": Quantity(mla.values[sym.k], "byte/token"),
     }
     answer.summary = Prose(
         "summary",
@@ -66,38 +75,88 @@ def build(inputs: Inputs) -> Answer:
         "{x_mla} of the ridge.",
         q,
     )
-    answer.sections.append(Section(
-        "Grouped-query attention", gqa,
-        intro=(Prose("text", "The intensity of each decode operation of {gqa_model} at {batch}: the weight GEMMs "
-                             "scale with the batch, attention does not, because each sequence reads its own cache.",
-                     q),),
-        outro=(Prose("text", "Attention sits at {i_gqa}, exactly the group ratio {g} in a 16-bit cache: batching "
-                             "overtakes it at {flip}, and no batch lifts it.", q),),
-    ))
-    answer.sections.append(Section(
-        "Multi-head latent attention", mla,
-        intro=(Prose("text", "MLA caches a compressed latent and a rotary key per layer ({k_mla}, against "
-                             "{k_gqa} for {gqa_model}); with the key and value up-projections absorbed into the "
-                             "query and output, every head scores and sums directly against that latent.", q),),
-        outro=(Prose("text", "One cached byte now feeds all {mla_heads} heads twice (score and value), so the "
-                             "intensity is {i_mla}, {x_mla} of the ridge: within a hair of compute-bound.", q),),
-    ))
-    answer.figures.append(Figure("roofline", "Decode operations on the roofline: the weight GEMMs climb with the "
-                                 "batch, GQA attention stays at its group ratio, MLA attention sits just below the "
-                                 "ridge.", partial(_draw, gqa, mla, (gqa_setup, mla_setup))))
+    answer.sections.append(
+        Section(
+            "Grouped-query attention",
+            gqa,
+            intro=(
+                Prose(
+                    "text",
+                    "The intensity of each decode operation of {gqa_model} at {batch}: the weight GEMMs "
+                    "scale with the batch, attention does not, because each sequence reads its own cache.",
+                    q,
+                ),
+            ),
+            outro=(
+                Prose(
+                    "text",
+                    "Attention sits at {i_gqa}, exactly the group ratio {g} in a 16-bit cache: batching "
+                    "overtakes it at {flip}, and no batch lifts it.",
+                    q,
+                ),
+            ),
+        )
+    )
+    answer.sections.append(
+        Section(
+            "Multi-head latent attention",
+            mla,
+            intro=(
+                Prose(
+                    "text",
+                    "MLA caches a compressed latent and a rotary key per layer ({k_mla}, against "
+                    "{k_gqa} for {gqa_model}); with the key and value up-projections absorbed into the "
+                    "query and output, every head scores and sums directly against that latent.",
+                    q,
+                ),
+            ),
+            outro=(
+                Prose(
+                    "text",
+                    "One cached byte now feeds all {mla_heads} heads twice (score and value), so the "
+                    "intensity is {i_mla}, {x_mla} of the ridge: within a hair of compute-bound.",
+                    q,
+                ),
+            ),
+        )
+    )
+    answer.figures.append(
+        Figure(
+            "roofline",
+            "Decode operations on the roofline: the weight GEMMs climb with the "
+            "batch, GQA attention stays at its group ratio, MLA attention sits just below the "
+            "ridge.",
+            partial(_draw, gqa, mla, (gqa_setup, mla_setup)),
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "Batching rescues the weight GEMMs (intensity grows with the batch) but never decode "
-                          "attention: each sequence's cache serves only that sequence's query."),
-        Prose("takeaway", "Only the architecture moves attention's intensity: fewer KV heads (GQA, MQA), a shared "
-                          "latent (MLA) or a smaller cache dtype (fp8 doubles it)."),
-        Prose("takeaway", "Speculative decoding is the one runtime lever: verifying several tokens per sequence "
-                          "reuses each cached byte for each of them."),
+        Prose(
+            "takeaway",
+            "Batching rescues the weight GEMMs (intensity grows with the batch) but never decode "
+            "attention: each sequence's cache serves only that sequence's query.",
+        ),
+        Prose(
+            "takeaway",
+            "Only the architecture moves attention's intensity: fewer KV heads (GQA, MQA), a shared "
+            "latent (MLA) or a smaller cache dtype (fp8 doubles it).",
+        ),
+        Prose(
+            "takeaway",
+            "Speculative decoding is the one runtime lever: verifying several tokens per sequence "
+            "reuses each cached byte for each of them.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "Intensities count matmul FLOPs and cache bytes only; softmax, rotary and the query and "
-                        "output activations add a little traffic that lowers them."),
-        Prose("caveat", "Absorbing the MLA up-projections trades cache bytes for FLOPs; kernels that instead "
-                        "decompress the latent into full keys and values run at a lower intensity."),
+        Prose(
+            "caveat",
+            "Intensities count matmul FLOPs and cache bytes only; softmax, rotary and the query and "
+            "output activations add a little traffic that lowers them.",
+        ),
+        Prose(
+            "caveat",
+            "Absorbing the MLA up-projections trades cache bytes for FLOPs; kernels that instead "
+            "decompress the latent into full keys and values run at a lower intensity.",
+        ),
     ]
     return answer
 
@@ -105,12 +164,18 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="attention-intensity",
     title="Decode attention intensity is fixed at the query-to-KV head ratio. Derive that, then tell me what MLA "
-          "does to it.",
+    "does to it.",
     source="Seed 004, question 4",
     level="Senior",
     kind="explanation",
-    defaults={"model": "llama3-70b", "mla_model": "deepseek-v3", "gpu": "h100", "dtype": "bf16", "kv_dtype": "bf16",
-              "batch": 64},
+    defaults={
+        "model": "llama3-70b",
+        "mla_model": "deepseek-v3",
+        "gpu": "h100",
+        "dtype": "bf16",
+        "kv_dtype": "bf16",
+        "batch": 64,
+    },
     changeable=("model", "mla_model", "gpu", "dtype", "kv_dtype", "batch"),
     build=build,
 )

@@ -37,7 +37,8 @@ def build(inputs: Inputs) -> Answer:
     a, b = one.results, many.results
     t1, t8 = a["step_time"].value, b["step_time"].value
     q = {
-        "b1": Quantity(small, "sequence"), "b8": Quantity(big, "sequence"),
+        "b1": Quantity(small, "sequence"),
+        "b8": Quantity(big, "sequence"),
         "t1": answer.headline("step_time_small", t1, "second"),
         "t8": answer.headline("step_time_large", t8, "second"),
         "r1": answer.headline("throughput_small", a["throughput"].value, "token/second"),
@@ -60,23 +61,43 @@ def build(inputs: Inputs) -> Answer:
     )
     answer.sections += [
         Section(f"Batch {small}", one),
-        Section(f"Batch {big}", many,
-                outro=(Prose("text", "Decoding the {b8} one at a time would take that many steps of {t1}; the batched "
-                                     "step does the same work {separate} times faster.", q),)),
+        Section(
+            f"Batch {big}",
+            many,
+            outro=(
+                Prose(
+                    "text",
+                    "Decoding the {b8} one at a time would take that many steps of {t1}; the batched "
+                    "step does the same work {separate} times faster.",
+                    q,
+                ),
+            ),
+        ),
         Section("Throughput against batch", curve),
     ]
     answer.figures.append(figures_entry(curve, setup))
     answer.takeaways += [
-        Prose("takeaway", "While the step is bandwidth-bound, batching is nearly free: the weight read is "
-                          "shared, and only the KV bytes grow with the batch."),
-        Prose("takeaway", "The limits are the per-user slowdown ({slow} at {b8}), the ceiling the KV reads set, "
-                          "and memory for the caches ({fits}).", q),
+        Prose(
+            "takeaway",
+            "While the step is bandwidth-bound, batching is nearly free: the weight read is "
+            "shared, and only the KV bytes grow with the batch.",
+        ),
+        Prose(
+            "takeaway",
+            "The limits are the per-user slowdown ({slow} at {b8}), the ceiling the KV reads set, "
+            "and memory for the caches ({fits}).",
+            q,
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "Roofline floors at peak bandwidth and FLOP/s: measured steps are slower, and small "
-                        "models on fast GPUs are dominated by launch overhead instead (see framework-to-gpu)."),
-        Prose("caveat", "Every sequence at the same context; a real batch mixes lengths and its KV bytes follow "
-                        "the mean."),
+        Prose(
+            "caveat",
+            "Roofline floors at peak bandwidth and FLOP/s: measured steps are slower, and small "
+            "models on fast GPUs are dominated by launch overhead instead (see framework-to-gpu).",
+        ),
+        Prose(
+            "caveat", "Every sequence at the same context; a real batch mixes lengths and its KV bytes follow the mean."
+        ),
     ]
     return answer
 
@@ -84,7 +105,7 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="batching-decode",
     title="Why does decoding a batch of 8 cost far less than 8 separate decode steps, and why can't the batch "
-          "grow forever?",
+    "grow forever?",
     source="Seed 000, question 3",
     level="Mid-level",
     kind="knee",

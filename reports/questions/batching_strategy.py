@@ -20,30 +20,57 @@ def _simulated(answer: Answer, setup, inputs: Inputs, seats: int) -> Section:  #
     from derive.sheet import Figure
     from reports.questions.machine import described, measurement
 
-    traffic = Traffic(requests=int(inputs["requests"]), seats=seats, shortest=int(inputs["reply_min"]),
-                      longest=int(inputs["reply_max"]), seed=int(inputs["seed"]))
+    traffic = Traffic(
+        requests=int(inputs["requests"]),
+        seats=seats,
+        shortest=int(inputs["reply_min"]),
+        longest=int(inputs["reply_max"]),
+        seed=int(inputs["seed"]),
+    )
     recorded = measurement(inputs.get("measure") or False) if inputs.get("measured_steps") else None
     sheet, outcomes = batching(inputs.setup(prompt=int(inputs["prompt"])), traffic, recorded)
     r = sheet.results
     machine = described(recorded) if recorded else f"{setup.model.title} on {setup.gpu.title}, roofline step times"
     lines = []
     for policy in outcomes:
-        q = {"throughput": answer.headline(f"simulated_{policy}_throughput", r[f"{policy}_throughput"].value,
-                                           "token/second"),
-             "ttft": answer.headline(f"simulated_{policy}_ttft_p50", r[f"{policy}_ttft_p50"].value, "second"),
-             "p99": Quantity(r[f"{policy}_ttft_p99"].value, "second"),
-             "latency": Quantity(r[f"{policy}_latency_p50"].value, "second")}
-        lines.append(Prose("text", f"{policy}: {{throughput}}, median time to first token {{ttft}} (p99 {{p99}}), "
-                                   "median request latency {latency}.", q))
-    answer.figures.append(Figure(
-        "seats", f"Busy seats over the first quarter of the simulated run ({machine}): static and dynamic batches "
-                 "drain as their replies end; continuous batching refills seats at the next step.",
-        partial(figures.seat_timeline, timelines={p: o.timeline for p, o in outcomes.items()}, seats=seats,
-                title=f"busy seats, {machine}")))
-    intro = (Prose("text", f"`derive simulate batching` ({machine}): {{requests}} requests arrive as a Poisson "
-                           "process at {load} % of what continuous batching can serve, each policy serves the same "
-                           "arrivals (seeded), and the step times come from the formulas below.",
-                   {"requests": Quantity(traffic.requests), "load": Quantity(traffic.load * 100)}),)
+        q = {
+            "throughput": answer.headline(
+                f"simulated_{policy}_throughput", r[f"{policy}_throughput"].value, "token/second"
+            ),
+            "ttft": answer.headline(f"simulated_{policy}_ttft_p50", r[f"{policy}_ttft_p50"].value, "second"),
+            "p99": Quantity(r[f"{policy}_ttft_p99"].value, "second"),
+            "latency": Quantity(r[f"{policy}_latency_p50"].value, "second"),
+        }
+        lines.append(
+            Prose(
+                "text",
+                f"{policy}: {{throughput}}, median time to first token {{ttft}} (p99 {{p99}}), "
+                "median request latency {latency}.",
+                q,
+            )
+        )
+    answer.figures.append(
+        Figure(
+            "seats",
+            f"Busy seats over the first quarter of the simulated run ({machine}): static and dynamic batches "
+            "drain as their replies end; continuous batching refills seats at the next step.",
+            partial(
+                figures.seat_timeline,
+                timelines={p: o.timeline for p, o in outcomes.items()},
+                seats=seats,
+                title=f"busy seats, {machine}",
+            ),
+        )
+    )
+    intro = (
+        Prose(
+            "text",
+            f"`derive simulate batching` ({machine}): {{requests}} requests arrive as a Poisson "
+            "process at {load} % of what continuous batching can serve, each policy serves the same "
+            "arrivals (seeded), and the step times come from the formulas below.",
+            {"requests": Quantity(traffic.requests), "load": Quantity(traffic.load * 100)},
+        ),
+    )
     return Section("Simulated: static, dynamic and continuous batching", sheet, intro=intro, outro=tuple(lines))
 
 
@@ -60,18 +87,26 @@ def build(inputs: Inputs) -> Answer:
     work.given(sb.L_lo, inputs["reply_min"], "shortest reply")
     work.given(sb.L_hi, inputs["reply_max"], "longest reply")
     work.given(sb.n_seat, seats, "seats, as a count")
-    for name in ("reply_mean_tokens", "static_batch_longest_reply", "static_seat_utilisation",
-                 "static_batch_throughput", "static_wait_tokens", "static_wait_time"):
+    for name in (
+        "reply_mean_tokens",
+        "static_batch_longest_reply",
+        "static_seat_utilisation",
+        "static_batch_throughput",
+        "static_wait_tokens",
+        "static_wait_time",
+    ):
         work.compute(LIBRARY.get(name), name)
     sheet = work.sheet
     r = sheet.results
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     q = {
-        "lo": Quantity(inputs["reply_min"], "token"), "hi": Quantity(inputs["reply_max"], "token"),
+        "lo": Quantity(inputs["reply_min"], "token"),
+        "hi": Quantity(inputs["reply_max"], "token"),
         "seats": Quantity(seats, "sequence"),
         "mean": answer.headline("reply_mean_tokens", r["reply_mean_tokens"].value, "token/sequence"),
-        "longest": answer.headline("static_batch_longest_reply", r["static_batch_longest_reply"].value,
-                                   "token/sequence"),
+        "longest": answer.headline(
+            "static_batch_longest_reply", r["static_batch_longest_reply"].value, "token/sequence"
+        ),
         "util": answer.headline("static_seat_utilisation", r["static_seat_utilisation"].value),
         "util_pct": Quantity(r["static_seat_utilisation"].value * 100),
         "static": answer.headline("static_throughput", r["static_batch_throughput"].value, "token/second"),
@@ -89,28 +124,58 @@ def build(inputs: Inputs) -> Answer:
         "seat the step after its reply ends.",
         q,
     )
-    answer.sections.append(Section(
-        "Seat utilisation and throughput", sheet,
-        intro=(Prose("text", "The expected maximum of n uniform lengths is the closed form below (the n-th order "
-                             "statistic sits n/(n+1) of the way along the range); the step time comes from the "
-                             "roofline at the full batch."),),
-        outro=(Prose("text", "A mean reply, once finished, waits {wait} for the rest of its batch: that is the "
-                             "latency static batching adds on top of its lost throughput.", q),)))
+    answer.sections.append(
+        Section(
+            "Seat utilisation and throughput",
+            sheet,
+            intro=(
+                Prose(
+                    "text",
+                    "The expected maximum of n uniform lengths is the closed form below (the n-th order "
+                    "statistic sits n/(n+1) of the way along the range); the step time comes from the "
+                    "roofline at the full batch.",
+                ),
+            ),
+            outro=(
+                Prose(
+                    "text",
+                    "A mean reply, once finished, waits {wait} for the rest of its batch: that is the "
+                    "latency static batching adds on top of its lost throughput.",
+                    q,
+                ),
+            ),
+        )
+    )
     answer.sections.append(_simulated(answer, setup, inputs, seats))
     answer.takeaways += [
-        Prose("takeaway", "The wider the spread of reply lengths and the more seats, the closer the expected "
-                          "longest reply gets to the maximum, and the worse static batching does; continuous "
-                          "batching does not depend on the spread."),
-        Prose("takeaway", "Dynamic batching only bounds how long a request waits to start; it does not fix the "
-                          "idle seats while a batch finishes."),
+        Prose(
+            "takeaway",
+            "The wider the spread of reply lengths and the more seats, the closer the expected "
+            "longest reply gets to the maximum, and the worse static batching does; continuous "
+            "batching does not depend on the spread.",
+        ),
+        Prose(
+            "takeaway",
+            "Dynamic batching only bounds how long a request waits to start; it does not fix the "
+            "idle seats while a batch finishes.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "The closed form credits continuous batching with full seats, which needs a queue of "
-                        "waiting requests; the simulation above runs the policies under Poisson arrivals instead."),
-        Prose("caveat", "Each step is taken at the same roofline time; a real continuous batcher also spends "
-                        "steps on prefill for the requests it admits, and the KV cache grows as replies lengthen."),
-        Prose("caveat", "Reply lengths are treated as continuous; whole-token lengths change the expected maximum "
-                        "by less than a token."),
+        Prose(
+            "caveat",
+            "The closed form credits continuous batching with full seats, which needs a queue of "
+            "waiting requests; the simulation above runs the policies under Poisson arrivals instead.",
+        ),
+        Prose(
+            "caveat",
+            "Each step is taken at the same roofline time; a real continuous batcher also spends "
+            "steps on prefill for the requests it admits, and the KV cache grows as replies lengthen.",
+        ),
+        Prose(
+            "caveat",
+            "Reply lengths are treated as continuous; whole-token lengths change the expected maximum "
+            "by less than a token.",
+        ),
     ]
     return answer
 
@@ -118,14 +183,39 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="batching-strategy",
     title="Your chat app's replies range from 8 to 256 tokens. Which batching strategy would you pick, and what "
-          "did the simulation show?",
+    "did the simulation show?",
     source="Seed 000, question 5",
     level="Senior",
     kind="comparison",
-    defaults={"model": "llama3-8b", "gpu": "h100", "dtype": "bf16", "context": 1024, "batch": 8,
-              "reply_min": 8, "reply_max": 256, "requests": 200, "prompt": 128, "seed": 0, "measured_steps": False,
-              "measure": False},
-    changeable=("model", "gpu", "dtype", "kv_dtype", "context", "tp", "batch", "reply_min", "reply_max", "requests",
-                "prompt", "seed", "measured_steps", "measure"),
+    defaults={
+        "model": "llama3-8b",
+        "gpu": "h100",
+        "dtype": "bf16",
+        "context": 1024,
+        "batch": 8,
+        "reply_min": 8,
+        "reply_max": 256,
+        "requests": 200,
+        "prompt": 128,
+        "seed": 0,
+        "measured_steps": False,
+        "measure": False,
+    },
+    changeable=(
+        "model",
+        "gpu",
+        "dtype",
+        "kv_dtype",
+        "context",
+        "tp",
+        "batch",
+        "reply_min",
+        "reply_max",
+        "requests",
+        "prompt",
+        "seed",
+        "measured_steps",
+        "measure",
+    ),
     build=build,
 )

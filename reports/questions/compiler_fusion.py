@@ -6,9 +6,9 @@ from functools import partial
 
 from derive import figures
 from derive.answers import Answer, Inputs, Question
+from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, start
 from derive.derivations.sharding import activation_format
-from derive.catalog import dtype_bytes
 from derive.formula import LIBRARY
 from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import fusion as fu
@@ -23,14 +23,23 @@ def chain(setup: Setup, inputs: Inputs, tokens: int, title: str) -> Sheet:
     work.given(b_a, dtype_bytes(activation_format(setup)), activation_format(setup))
     work.compute(LIBRARY.get("ffn_io_values_per_token"))
     work.given(fu.T_fu, tokens, "tokens in the step")
-    work.given(fu.n_ew, value_of(inputs, "unfused_kernels"),
-               "assumed: two norms, two residual adds, rotary embedding, activation and gating")
+    work.given(
+        fu.n_ew,
+        value_of(inputs, "unfused_kernels"),
+        "assumed: two norms, two residual adds, rotary embedding, activation and gating",
+    )
     work.given(fu.n_fk, value_of(inputs, "fused_kernels"), "assumed: each norm fused with its residual add")
     work.given(fu.t_l, value_of(inputs, "launch_overhead", "second"), "assumed: eager dispatch and launch")
     assert setup.gpu is not None
     work.given(sym.BW, setup.gpu.bandwidth, "datasheet")
-    for name in ("unfused_chain_bytes", "fused_chain_bytes", "unfused_chain_time", "fused_chain_time",
-                 "fusion_launch_saving", "fusion_time_saved"):
+    for name in (
+        "unfused_chain_bytes",
+        "fused_chain_bytes",
+        "unfused_chain_time",
+        "fused_chain_time",
+        "fusion_launch_saving",
+        "fusion_time_saved",
+    ):
         work.compute(LIBRARY.get(name), name)
     work.given(fu.f_ew, value_of(inputs, "elementwise_flops", "FLOP"), "assumed: a norm's few FLOPs per value")
     work.compute(LIBRARY.get("elementwise_intensity"), "elementwise_intensity")
@@ -63,7 +72,8 @@ def build(inputs: Inputs) -> Answer:
         "pre_saved": answer.headline("prefill_time_saved", p["fusion_time_saved"].value, "second"),
         "ew_i": answer.headline("elementwise_intensity", d["elementwise_intensity"].value, "FLOP/byte"),
         "ridge": Quantity(step.results["ridge_intensity"].value, "FLOP/byte"),
-        "dec_t": Quantity(decode_tokens, "token"), "pre_t": Quantity(int(inputs["prompt"]), "token"),
+        "dec_t": Quantity(decode_tokens, "token"),
+        "pre_t": Quantity(int(inputs["prompt"]), "token"),
     }
     answer.summary = Prose(
         "summary",
@@ -76,30 +86,65 @@ def build(inputs: Inputs) -> Answer:
     )
     answer.sections += [
         Section(f"Fusion at decode ({decode_tokens} tokens)", dec),
-        Section(f"Fusion at prefill ({int(inputs['prompt']):,} tokens)", pre,
-                outro=(Prose("text", "At prefill the bytes not moved save {pre_bytes_time}; the launches saved are "
-                                     "the same as at decode.", q),)),
+        Section(
+            f"Fusion at prefill ({int(inputs['prompt']):,} tokens)",
+            pre,
+            outro=(
+                Prose(
+                    "text",
+                    "At prefill the bytes not moved save {pre_bytes_time}; the launches saved are "
+                    "the same as at decode.",
+                    q,
+                ),
+            ),
+        ),
         Section("The decode step it is compared with", step),
     ]
-    labels = ["decode: unfused chain bytes", "decode: fused chain bytes", "decode: launches saved",
-              "prefill: unfused chain bytes", "prefill: fused chain bytes", "prefill: launches saved"]
-    values = [d["unfused_chain_time"].value, d["fused_chain_time"].value, d["fusion_launch_saving"].value,
-              p["unfused_chain_time"].value, p["fused_chain_time"].value, p["fusion_launch_saving"].value]
-    answer.figures.append(Figure("fusion", "Time per step of the layers' elementwise chains, unfused and fused, and "
-                                           "the launch overhead fusion removes, at decode and prefill.",
-                                 partial(_draw, labels, values, f"{setup.model.title} on {setup.gpu.name}")))
+    labels = [
+        "decode: unfused chain bytes",
+        "decode: fused chain bytes",
+        "decode: launches saved",
+        "prefill: unfused chain bytes",
+        "prefill: fused chain bytes",
+        "prefill: launches saved",
+    ]
+    values = [
+        d["unfused_chain_time"].value,
+        d["fused_chain_time"].value,
+        d["fusion_launch_saving"].value,
+        p["unfused_chain_time"].value,
+        p["fused_chain_time"].value,
+        p["fusion_launch_saving"].value,
+    ]
+    answer.figures.append(
+        Figure(
+            "fusion",
+            "Time per step of the layers' elementwise chains, unfused and fused, and "
+            "the launch overhead fusion removes, at decode and prefill.",
+            partial(_draw, labels, values, f"{setup.model.title} on {setup.gpu.name}"),
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "Fusion pays in bytes where tokens are many (prefill, training) and in launches where "
-                          "they are few (decode); it cannot raise a matmul's intensity."),
-        Prose("takeaway", "The other passes map the graph onto the hardware: constant folding, layouts and "
-                          "tensor-core shapes and precisions for the matmuls, lowering to vendor libraries, "
-                          "autotuned tile sizes per SM's registers and shared memory, static memory planning, "
-                          "and CUDA graphs against launch overhead."),
+        Prose(
+            "takeaway",
+            "Fusion pays in bytes where tokens are many (prefill, training) and in launches where "
+            "they are few (decode); it cannot raise a matmul's intensity.",
+        ),
+        Prose(
+            "takeaway",
+            "The other passes map the graph onto the hardware: constant folding, layouts and "
+            "tensor-core shapes and precisions for the matmuls, lowering to vendor libraries, "
+            "autotuned tile sizes per SM's registers and shared memory, static memory planning, "
+            "and CUDA graphs against launch overhead.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "Kernel counts, launch overhead and FLOPs per value are assumptions (set them with --set "
-                        "unfused_kernels=, fused_kernels=, launch_overhead=, elementwise_flops=); the activation "
-                        "and gating ops act on the wider hidden vector, so the unfused bytes here are a floor."),
+        Prose(
+            "caveat",
+            "Kernel counts, launch overhead and FLOPs per value are assumptions (set them with --set "
+            "unfused_kernels=, fused_kernels=, launch_overhead=, elementwise_flops=); the activation "
+            "and gating ops act on the wider hidden vector, so the unfused bytes here are a floor.",
+        ),
         Prose("caveat", "Under CUDA graphs launches cost less, so the decode saving shrinks to the bytes."),
     ]
     return answer
@@ -111,9 +156,29 @@ QUESTION = Question(
     source="Seed 000, question 7",
     level="Senior",
     kind="estimate",
-    defaults={"model": "llama3-8b", "gpu": "h100", "dtype": "bf16", "context": 2048, "batch": 8, "prompt": 4096,
-              "unfused_kernels": 7, "fused_kernels": 4, "launch_overhead": "4 us", "elementwise_flops": "4 FLOP"},
-    changeable=("model", "gpu", "dtype", "context", "batch", "prompt", "unfused_kernels", "fused_kernels",
-                "launch_overhead", "elementwise_flops"),
+    defaults={
+        "model": "llama3-8b",
+        "gpu": "h100",
+        "dtype": "bf16",
+        "context": 2048,
+        "batch": 8,
+        "prompt": 4096,
+        "unfused_kernels": 7,
+        "fused_kernels": 4,
+        "launch_overhead": "4 us",
+        "elementwise_flops": "4 FLOP",
+    },
+    changeable=(
+        "model",
+        "gpu",
+        "dtype",
+        "context",
+        "batch",
+        "prompt",
+        "unfused_kernels",
+        "fused_kernels",
+        "launch_overhead",
+        "elementwise_flops",
+    ),
     build=build,
 )

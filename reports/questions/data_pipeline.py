@@ -14,8 +14,9 @@ from reports.questions.decode_bandwidth_bound import value_of
 def build(inputs: Inputs) -> Answer:
     setup = inputs.setup()
     assert setup.gpu is not None
-    work = start("data pipeline", f"Feeding the training of {setup.model.title} on {inputs['gpus']} x {setup.gpu.name}",
-                 setup)
+    work = start(
+        "data pipeline", f"Feeding the training of {setup.model.title} on {inputs['gpus']} x {setup.gpu.name}", setup
+    )
     aggregates(work, setup)
     peak, note = setup.gpu.peak(setup.dtype)
     work.given(sym.P, peak, note)
@@ -24,8 +25,11 @@ def build(inputs: Inputs) -> Answer:
     work.heading("What training consumes")
     work.compute(LIBRARY.get("training_flops_per_token"), "training_flops_per_token")
     work.compute(LIBRARY.get("training_token_rate"), "training_token_rate")
-    work.given(tr.b_tok, value_of(inputs, "bytes_per_token", "byte/token"),
-               "assumed: raw UTF-8 text, about four bytes per token")
+    work.given(
+        tr.b_tok,
+        value_of(inputs, "bytes_per_token", "byte/token"),
+        "assumed: raw UTF-8 text, about four bytes per token",
+    )
     work.compute(LIBRARY.get("loader_input_bandwidth"), "input_bandwidth")
     work.given(tr.r_core, value_of(inputs, "tokenizer_rate", "token/second"), "assumed: one fast-tokeniser worker")
     work.compute(LIBRARY.get("tokenizer_workers_needed"), "tokenizer_workers_needed")
@@ -48,7 +52,9 @@ def build(inputs: Inputs) -> Answer:
         "load": answer.headline("batch_load_time", r["batch_load_time"].value, "second"),
         "idle": answer.headline("idle_fraction", r["idle_fraction"].value),
         "idle_pct": Quantity(100 * r["idle_fraction"].value),
-        "gpus": Quantity(inputs["gpus"]), "gpu": Quantity(setup.gpu.name), "model": Quantity(setup.model.title),
+        "gpus": Quantity(inputs["gpus"]),
+        "gpu": Quantity(setup.gpu.name),
+        "model": Quantity(setup.model.title),
         "mfu_pct": Quantity(100 * sheet.values[tr.u_tr]),
     }
     answer.summary = Prose(
@@ -63,18 +69,31 @@ def build(inputs: Inputs) -> Answer:
     )
     answer.sections.append(Section("Tokens, bytes and workers the run needs", sheet))
     answer.takeaways += [
-        Prose("takeaway", "Pre-tokenised, packed shards cut both terms of the load time: fewer bytes per token "
-                          "and no tokenising on the hot path; prefetching then hides what is left behind the step, "
-                          "as long as the load ({load}) is shorter than the step ({step}).", q),
-        Prose("takeaway", "Shuffle by shard order plus a buffer, and make the loader resumable from a saved "
-                          "position, so a restart neither repeats nor skips data."),
+        Prose(
+            "takeaway",
+            "Pre-tokenised, packed shards cut both terms of the load time: fewer bytes per token "
+            "and no tokenising on the hot path; prefetching then hides what is left behind the step, "
+            "as long as the load ({load}) is shorter than the step ({step}).",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "Shuffle by shard order plus a buffer, and make the loader resumable from a saved "
+            "position, so a restart neither repeats nor skips data.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "MFU, bytes per token, tokeniser rate, storage bandwidth and loader workers are assumptions "
-                        "(--set mfu=, bytes_per_token=, tokenizer_rate=, storage_bandwidth=, loader_workers=); the "
-                        "idle share assumes loading and computing never overlap, the worst case."),
-        Prose("caveat", "6N counts the weight matmuls only; attention over long sequences adds FLOPs per token, "
-                        "which lowers the token rate the loader must match."),
+        Prose(
+            "caveat",
+            "MFU, bytes per token, tokeniser rate, storage bandwidth and loader workers are assumptions "
+            "(--set mfu=, bytes_per_token=, tokenizer_rate=, storage_bandwidth=, loader_workers=); the "
+            "idle share assumes loading and computing never overlap, the worst case.",
+        ),
+        Prose(
+            "caveat",
+            "6N counts the weight matmuls only; attention over long sequences adds FLOPs per token, "
+            "which lowers the token rate the loader must match.",
+        ),
     ]
     return answer
 
@@ -82,14 +101,33 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="data-pipeline",
     title="Your training GPUs sit partly idle waiting for data. How do you confirm that, and how would you design "
-          "a data-preparation pipeline that keeps them fed?",
+    "a data-preparation pipeline that keeps them fed?",
     source="Seed 000, question 9",
     level="Senior",
     kind="diagnosis",
-    defaults={"model": "llama3-8b", "gpu": "h100", "dtype": "bf16", "gpus": 64, "mfu": "0.4",
-              "bytes_per_token": "4 byte/token", "tokenizer_rate": "100000 token/second",
-              "batch_tokens": "4194304 token", "storage_bandwidth": "5 GB/s", "loader_workers": 8},
-    changeable=("model", "gpu", "dtype", "gpus", "mfu", "bytes_per_token", "tokenizer_rate", "batch_tokens",
-                "storage_bandwidth", "loader_workers"),
+    defaults={
+        "model": "llama3-8b",
+        "gpu": "h100",
+        "dtype": "bf16",
+        "gpus": 64,
+        "mfu": "0.4",
+        "bytes_per_token": "4 byte/token",
+        "tokenizer_rate": "100000 token/second",
+        "batch_tokens": "4194304 token",
+        "storage_bandwidth": "5 GB/s",
+        "loader_workers": 8,
+    },
+    changeable=(
+        "model",
+        "gpu",
+        "dtype",
+        "gpus",
+        "mfu",
+        "bytes_per_token",
+        "tokenizer_rate",
+        "batch_tokens",
+        "storage_bandwidth",
+        "loader_workers",
+    ),
     build=build,
 )

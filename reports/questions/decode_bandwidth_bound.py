@@ -21,7 +21,6 @@ from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.units import parse_quantity
 from formulas import notation as sym
 from formulas import roofline_points  # noqa: F401  (defines attainable_flops)
-from formulas import utilisation as u
 
 
 def value_of(inputs: Inputs, key: str, unit: str = "") -> sympy.Expr:
@@ -82,13 +81,15 @@ def placement(setup: Setup, inputs: Inputs, tokens: int, title: str) -> Sheet:
     return work.sheet
 
 
-def draw_roofline(peak_value: sympy.Expr, bandwidth: sympy.Expr, points: list[tuple[str, sympy.Expr]],
-                  title: str, stem) -> None:  # type: ignore[no-untyped-def]
+def draw_roofline(
+    peak_value: sympy.Expr, bandwidth: sympy.Expr, points: list[tuple[str, sympy.Expr]], title: str, stem
+) -> None:  # type: ignore[no-untyped-def]
     figures.roofline(stem, float(peak_value), float(bandwidth), [(label, float(i)) for label, i in points], title)
 
 
-def roofline_figure(setup: Setup, sheets: list[tuple[str, Sheet]], caption: str,
-                    extra: list[tuple[str, sympy.Expr]] = ()) -> Figure:  # type: ignore[assignment]
+def roofline_figure(
+    setup: Setup, sheets: list[tuple[str, Sheet]], caption: str, extra: list[tuple[str, sympy.Expr]] = ()
+) -> Figure:  # type: ignore[assignment]
     """The roofline of the first sheet's P and BW, with each sheet's weight GEMM (and any extra point) placed."""
     first = sheets[0][1]
     points = [(label, (s.results.get("gemm_intensity") or s.results["mlp_intensity"]).value) for label, s in sheets]
@@ -101,8 +102,9 @@ def roofline_figure(setup: Setup, sheets: list[tuple[str, Sheet]], caption: str,
 def build(inputs: Inputs) -> Answer:
     setup = inputs.setup(batch=1)
     step = decode_step(setup, inputs, f"A batch-1 decode step of {setup.model.title} in {setup.dtype}")
-    batched = placement(setup.__class__(**{**setup.__dict__, "batch": inputs["batch"]}), inputs, 1,
-                        f"Decode at batch {inputs['batch']}")
+    batched = placement(
+        setup.__class__(**{**setup.__dict__, "batch": inputs["batch"]}), inputs, 1, f"Decode at batch {inputs['batch']}"
+    )
     prefill = placement(setup, inputs, inputs["prompt"], f"Prefill of a {inputs['prompt']:,}-token prompt")
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     r = step.results
@@ -114,47 +116,106 @@ def build(inputs: Inputs) -> Answer:
     batched_i = answer.headline("batched_intensity", batched.results["gemm_intensity"].value, "FLOP/byte")
     prefill_i = answer.headline("prefill_intensity", prefill.results["gemm_intensity"].value, "FLOP/byte")
     assert setup.gpu is not None
-    q = {"weights": weights, "step_bytes": step_bytes, "intensity": intensity, "ridge": ridge, "floor": floor,
-         "batched": batched_i, "prefill": prefill_i, "b": Quantity(inputs["batch"], "sequence"),
-         "prompt": Quantity(inputs["prompt"], "token"), "gpu": Quantity(setup.gpu.name),
-         "intensity_n": Quantity(r["gemm_intensity"].value)}
+    q = {
+        "weights": weights,
+        "step_bytes": step_bytes,
+        "intensity": intensity,
+        "ridge": ridge,
+        "floor": floor,
+        "batched": batched_i,
+        "prefill": prefill_i,
+        "b": Quantity(inputs["batch"], "sequence"),
+        "prompt": Quantity(inputs["prompt"], "token"),
+        "gpu": Quantity(setup.gpu.name),
+        "intensity_n": Quantity(r["gemm_intensity"].value),
+    }
     answer.summary = Prose(
         "summary",
         "Compute-bound work is limited by arithmetic, bandwidth-bound work by how fast bytes arrive from memory; "
         "arithmetic intensity (FLOPs per byte read) against the accelerator's ridge decides which. Decode is "
         "bandwidth-bound: each step reads every weight ({weights} for this model) to make one token per sequence, "
-        "so at batch 1 the weight matmuls do {intensity_n} FLOPs per byte, far below the {gpu} ridge of {ridge}. Batching "
+        "so at batch 1 the weight matmuls do {intensity_n} FLOPs per byte, far below the {gpu} "
+        "ridge of {ridge}. Batching "
         "({batched} at {b}) and prefill ({prefill} for {prompt}) reuse the same read.",
         q,
     )
     answer.sections += [
-        Section("One decode step: bytes, FLOPs and intensity", step,
-                intro=(Prose("text", "A decode step reads the weights and the sequence's KV cache once and does two "
-                                     "FLOPs (one multiply-accumulate) per weight for the one new token."),),
-                outro=(Prose("text", "The step reads {step_bytes}; at the datasheet bandwidth that takes at least "
-                                     "{floor}, and the arithmetic would take far less.", q),)),
-        Section(f"Decode at batch {inputs['batch']}", batched,
-                intro=(Prose("text", "The same weight read now serves every sequence of the batch; only the KV "
-                                     "caches grow with it."),)),
-        Section(f"Prefill of {inputs['prompt']:,} tokens", prefill,
-                intro=(Prose("text", "Prefill pushes every prompt token through the weights in one pass, so one "
-                                     "read serves all of them."),)),
+        Section(
+            "One decode step: bytes, FLOPs and intensity",
+            step,
+            intro=(
+                Prose(
+                    "text",
+                    "A decode step reads the weights and the sequence's KV cache once and does two "
+                    "FLOPs (one multiply-accumulate) per weight for the one new token.",
+                ),
+            ),
+            outro=(
+                Prose(
+                    "text",
+                    "The step reads {step_bytes}; at the datasheet bandwidth that takes at least "
+                    "{floor}, and the arithmetic would take far less.",
+                    q,
+                ),
+            ),
+        ),
+        Section(
+            f"Decode at batch {inputs['batch']}",
+            batched,
+            intro=(
+                Prose(
+                    "text",
+                    "The same weight read now serves every sequence of the batch; only the KV caches grow with it.",
+                ),
+            ),
+        ),
+        Section(
+            f"Prefill of {inputs['prompt']:,} tokens",
+            prefill,
+            intro=(
+                Prose(
+                    "text",
+                    "Prefill pushes every prompt token through the weights in one pass, so one "
+                    "read serves all of them.",
+                ),
+            ),
+        ),
     ]
-    answer.figures.append(roofline_figure(setup, [(f"decode, batch 1", step), (f"decode, batch {inputs['batch']}", batched),
-                                                  (f"prefill, {inputs['prompt']:,} tokens", prefill)],
-                                          "Roofline of the accelerator with the weight matmuls of decode (batch 1 "
-                                          "and batched) and of prefill placed at their intensities."))
+    answer.figures.append(
+        roofline_figure(
+            setup,
+            [
+                ("decode, batch 1", step),
+                (f"decode, batch {inputs['batch']}", batched),
+                (f"prefill, {inputs['prompt']:,} tokens", prefill),
+            ],
+            "Roofline of the accelerator with the weight matmuls of decode (batch 1 "
+            "and batched) and of prefill placed at their intensities.",
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "Operations per byte decides the limit: left of the ridge {ridge} the chip waits on "
-                          "memory, right of it on arithmetic.", q),
-        Prose("takeaway", "For decode, more bandwidth or fewer bytes (a smaller dtype, a shorter cache) helps; "
-                          "more FLOP/s does not."),
+        Prose(
+            "takeaway",
+            "Operations per byte decides the limit: left of the ridge {ridge} the chip waits on "
+            "memory, right of it on arithmetic.",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "For decode, more bandwidth or fewer bytes (a smaller dtype, a shorter cache) helps; more FLOP/s does not.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "Intensity here counts only the weight matmuls; attention's KV reads have their own "
-                        "intensity, which batching does not raise, and activations add bytes at long prompts."),
-        Prose("caveat", "Peak figures: real kernels reach a fraction of the datasheet bandwidth and FLOP/s, which "
-                        "moves both roofs down but not the conclusion."),
+        Prose(
+            "caveat",
+            "Intensity here counts only the weight matmuls; attention's KV reads have their own "
+            "intensity, which batching does not raise, and activations add bytes at long prompts.",
+        ),
+        Prose(
+            "caveat",
+            "Peak figures: real kernels reach a fraction of the datasheet bandwidth and FLOP/s, which "
+            "moves both roofs down but not the conclusion.",
+        ),
     ]
     return answer
 
@@ -165,8 +226,15 @@ QUESTION = Question(
     source="Seed 000, question 1",
     level="Junior",
     kind="explanation",
-    defaults={"model": "gpt2", "gpu": "h100", "dtype": "fp32", "kv_dtype": "fp32", "context": 128, "batch": 8,
-              "prompt": 960},
+    defaults={
+        "model": "gpt2",
+        "gpu": "h100",
+        "dtype": "fp32",
+        "kv_dtype": "fp32",
+        "context": 128,
+        "batch": 8,
+        "prompt": 960,
+    },
     changeable=("model", "gpu", "dtype", "kv_dtype", "context", "batch", "prompt", "peak_flops"),
     build=build,
 )

@@ -31,9 +31,13 @@ def _fraction(value: object, key: str) -> sympy.Rational:
     try:
         fraction = sympy.Rational(str(value))
     except (TypeError, ValueError, sympy.SympifyError):
-        raise DeriveError(f"--set {key}={value} is not a number", f"Give a fraction of peak, e.g. --set {key}=0.8") from None
+        raise DeriveError(
+            f"--set {key}={value} is not a number", f"Give a fraction of peak, e.g. --set {key}=0.8"
+        ) from None
     if not 0 < fraction <= 1:
-        raise DeriveError(f"--set {key}={value} is not a fraction of peak", f"Give a number in (0, 1], e.g. --set {key}=0.8")
+        raise DeriveError(
+            f"--set {key}={value} is not a fraction of peak", f"Give a number in (0, 1], e.g. --set {key}=0.8"
+        )
     return fraction
 
 
@@ -47,9 +51,11 @@ def _sheet(inputs: Inputs):  # type: ignore[no-untyped-def]
     work.given(sym.B, 1, "batch 1: one user")
     needed = work.values[sym.W] + work.values[sym.kv_seq]
     if needed > n * gpu.memory:
-        raise FitError(f"{model.name} in {setup.dtype} with one {setup.context:,}-token sequence needs "
-                       f"{format_quantity(needed, 'byte')}, more than {n} x {gpu.name} hold",
-                       "Use --set tp=... with more accelerators, or a smaller --set dtype=fp8")
+        raise FitError(
+            f"{model.name} in {setup.dtype} with one {setup.context:,}-token sequence needs "
+            f"{format_quantity(needed, 'byte')}, more than {n} x {gpu.name} hold",
+            "Use --set tp=... with more accelerators, or a smaller --set dtype=fp8",
+        )
 
     work.heading("Why batch 1 is bandwidth-bound")
     work.compute(LIBRARY.get("gemm_intensity"), "gemm_intensity")
@@ -64,20 +70,29 @@ def _sheet(inputs: Inputs):  # type: ignore[no-untyped-def]
     work.compute(LIBRARY.get("step_time"), "floor_step_time")
 
     work.heading("What keeps a real server above it")
-    work.given(pf.eta_bw, _fraction(inputs["achieved_bandwidth"], "achieved_bandwidth"),
-               "assumed: what tuned decode kernels reach of peak HBM bandwidth; --set achieved_bandwidth=...",
-               inline=True)
+    work.given(
+        pf.eta_bw,
+        _fraction(inputs["achieved_bandwidth"], "achieved_bandwidth"),
+        "assumed: what tuned decode kernels reach of peak HBM bandwidth; --set achieved_bandwidth=...",
+        inline=True,
+    )
     work.compute(sb.bandwidth_shortfall_time, "bandwidth_shortfall_time")
     if n > 1:
         if gpu.link is None:
-            raise DeriveError(f"{gpu.name} has no GPU-to-GPU link in its datasheet, so the all-reduce has no bandwidth",
-                              "Use --set tp=1 or another --gpu")
+            raise DeriveError(
+                f"{gpu.name} has no GPU-to-GPU link in its datasheet, so the all-reduce has no bandwidth",
+                "Use --set tp=1 or another --gpu",
+            )
         work.given(sb.m_ar, 2, "Megatron tensor parallelism: one after attention, one after the MLP")
         work.given(sh.b_a, dtype_bytes(activation_format(setup)), activation_format(setup))
         work.given(sh.BW_link, gpu.link, gpu.link_note or "datasheet")
         latency = parse_quantity(str(inputs["allreduce_latency"]), "second", "--set allreduce_latency")
-        work.given(sb.alpha_ar, latency, "assumed: small-message all-reduce latency on NVLink; "
-                                         "--set allreduce_latency=...", inline=True)
+        work.given(
+            sb.alpha_ar,
+            latency,
+            "assumed: small-message all-reduce latency on NVLink; --set allreduce_latency=...",
+            inline=True,
+        )
         work.compute(sh.ffn_io_values_per_token)
         work.compute(sb.decode_allreduce_time, "decode_allreduce_time")
     else:
@@ -85,22 +100,37 @@ def _sheet(inputs: Inputs):  # type: ignore[no-untyped-def]
         work.result("decode_allreduce_time", sb.t_ar, sympy.Integer(0))
     work.compute(LIBRARY.get("decode_step_estimate"), "decode_step_estimate")
     work.compute(LIBRARY.get("floor_share_of_step"), "floor_share_of_step")
-    work.note("the three additions are taken one after another, none overlapped: at batch 1 each all-reduce "
-              "sits between two layers' matmuls")
-    work.note("not counted: kernel launch gaps (CUDA graphs remove most), sampling, the scheduler and the "
-              "host-to-device round trip per token")
+    work.note(
+        "the three additions are taken one after another, none overlapped: at batch 1 each all-reduce "
+        "sits between two layers' matmuls"
+    )
+    work.note(
+        "not counted: kernel launch gaps (CUDA graphs remove most), sampling, the scheduler and the "
+        "host-to-device round trip per token"
+    )
     model_notes(work, setup)
     return setup, work.sheet
 
 
 def _draw(sheet, setup, stem):  # type: ignore[no-untyped-def]
     r = sheet.results
-    labels = ["weights at peak bandwidth (the floor)", f"KV cache, {setup.context:,} tokens",
-              "bandwidth below peak (assumed fraction)", "tensor-parallel all-reduces (assumed latency)"]
-    values = [r[name].value for name in ("weight_read_time", "kv_read_time", "bandwidth_shortfall_time",
-                                         "decode_allreduce_time")]
-    figures.bars(stem, labels, [float(v) * 1e3 for v in values], "time per decode step (ms)",
-                 f"{setup.model.title}, batch 1, on {sheet.values[sym.n]} x {setup.gpu.name}")
+    labels = [
+        "weights at peak bandwidth (the floor)",
+        f"KV cache, {setup.context:,} tokens",
+        "bandwidth below peak (assumed fraction)",
+        "tensor-parallel all-reduces (assumed latency)",
+    ]
+    values = [
+        r[name].value
+        for name in ("weight_read_time", "kv_read_time", "bandwidth_shortfall_time", "decode_allreduce_time")
+    ]
+    figures.bars(
+        stem,
+        labels,
+        [float(v) * 1e3 for v in values],
+        "time per decode step (ms)",
+        f"{setup.model.title}, batch 1, on {sheet.values[sym.n]} x {setup.gpu.name}",
+    )
 
 
 def build(inputs: Inputs) -> Answer:
@@ -117,46 +147,95 @@ def build(inputs: Inputs) -> Answer:
         "t_ar": answer.headline("decode_allreduce_time", r["decode_allreduce_time"].value, "second"),
         "t_est": answer.headline("decode_step_estimate", r["decode_step_estimate"].value, "second"),
         "share": answer.headline("floor_share_of_step", r["floor_share_of_step"].value, ""),
-        "weights": Quantity(v[sym.W], "byte"), "n": Quantity(v[sym.n], ""), "bw": Quantity(v[sym.BW], "byte/second"),
-        "context": Quantity(v[sym.S], "token"), "eta": Quantity(v[pf.eta_bw], ""),
-        "gpu": Quantity(setup.gpu.title), "gpu_name": Quantity(setup.gpu.name), "layers": Quantity(v[sym.L], ""), "t_comp": Quantity(r["compute_time"].value, "second"),
+        "weights": Quantity(v[sym.W], "byte"),
+        "n": Quantity(v[sym.n], ""),
+        "bw": Quantity(v[sym.BW], "byte/second"),
+        "context": Quantity(v[sym.S], "token"),
+        "eta": Quantity(v[pf.eta_bw], ""),
+        "gpu": Quantity(setup.gpu.title),
+        "gpu_name": Quantity(setup.gpu.name),
+        "layers": Quantity(v[sym.L], ""),
+        "t_comp": Quantity(r["compute_time"].value, "second"),
     }
     answer.summary = Prose(
         "summary",
         "At batch 1 every weight is read once per token and used for two FLOPs, {i_w} against the {gpu}'s ridge of "
-        "{ridge}, so the tensor cores wait on memory. Reading {weights} of weights split over {n} x {gpu_name} at {bw} each sets "
-        "the floor at {t_w} a token. Three things keep a real server above it: the KV cache of {context} of context ({t_k}), "
+        "{ridge}, so the tensor cores wait on memory. Reading {weights} of weights split over {n} x "
+        "{gpu_name} at {bw} each sets "
+        "the floor at {t_w} a token. Three things keep a real server above it: the KV cache of "
+        "{context} of context ({t_k}), "
         "bandwidth below peak ({t_eta} at an assumed {eta} of peak) and the tensor-parallel all-reduces ({t_ar}), "
         "for about {t_est} a token: the floor is {share} of it.",
         q,
     )
-    answer.sections.append(Section(
-        "The floor and what sits on top of it", sheet,
-        intro=(Prose("text", "The step reads the weights and the cache once; its FLOPs at peak take only {t_comp}, "
-                             "so the step time is the read time.", q),),
-        outro=(Prose("text", "Assumed inputs are marked where they enter: the achieved fraction of peak bandwidth "
-                             "({eta}) and the latency of one small all-reduce. Change them with --set.", q),),
-    ))
-    answer.figures.append(Figure("budget", "Where a batch-1 decode step's time goes: the weight-read floor, then "
-                                           "the KV cache, bandwidth below peak and the all-reduces.",
-                                 partial(_draw, sheet, setup)))
+    answer.sections.append(
+        Section(
+            "The floor and what sits on top of it",
+            sheet,
+            intro=(
+                Prose(
+                    "text",
+                    "The step reads the weights and the cache once; its FLOPs at peak take only {t_comp}, "
+                    "so the step time is the read time.",
+                    q,
+                ),
+            ),
+            outro=(
+                Prose(
+                    "text",
+                    "Assumed inputs are marked where they enter: the achieved fraction of peak bandwidth "
+                    "({eta}) and the latency of one small all-reduce. Change them with --set.",
+                    q,
+                ),
+            ),
+        )
+    )
+    answer.figures.append(
+        Figure(
+            "budget",
+            "Where a batch-1 decode step's time goes: the weight-read floor, then "
+            "the KV cache, bandwidth below peak and the all-reduces.",
+            partial(_draw, sheet, setup),
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "The floor is weight bytes over aggregate bandwidth ({t_w}): only fewer bytes per weight "
-                          "(fp8, int4) or more bandwidth moves it; faster tensor cores do nothing at batch 1.", q),
-        Prose("takeaway", "At batch 1 an all-reduce moves a single hidden state per token, so its cost is latency: "
-                          "two per layer over {layers} layers ({t_ar} in all). A wider tensor-parallel group shortens "
-                          "the weight reads but not the latency each all-reduce pays.", q),
-        Prose("takeaway", "The cache read grows linearly with context: at {context} it is {t_k}, small beside the "
-                          "weights at batch 1, but it is paid per sequence and overtakes the weights as batch and "
-                          "context grow.", q),
+        Prose(
+            "takeaway",
+            "The floor is weight bytes over aggregate bandwidth ({t_w}): only fewer bytes per weight "
+            "(fp8, int4) or more bandwidth moves it; faster tensor cores do nothing at batch 1.",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "At batch 1 an all-reduce moves a single hidden state per token, so its cost is latency: "
+            "two per layer over {layers} layers ({t_ar} in all). A wider tensor-parallel group shortens "
+            "the weight reads but not the latency each all-reduce pays.",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "The cache read grows linearly with context: at {context} it is {t_k}, small beside the "
+            "weights at batch 1, but it is paid per sequence and overtakes the weights as batch and "
+            "context grow.",
+            q,
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "The achieved bandwidth and the all-reduce latency are assumptions, not measurements: "
-                        "profile one step (kernel time against bytes moved, NCCL time per call) to replace them."),
-        Prose("caveat", "Kernel launch gaps, sampling and scheduling are left out; without CUDA graphs the launch "
-                        "gaps alone can rival the all-reduces at batch 1."),
-        Prose("caveat", "Tensor parallelism is taken as an even split of weights and cache; custom all-reduce "
-                        "kernels and overlapping communication with the next matmul shrink the all-reduce term."),
+        Prose(
+            "caveat",
+            "The achieved bandwidth and the all-reduce latency are assumptions, not measurements: "
+            "profile one step (kernel time against bytes moved, NCCL time per call) to replace them.",
+        ),
+        Prose(
+            "caveat",
+            "Kernel launch gaps, sampling and scheduling are left out; without CUDA graphs the launch "
+            "gaps alone can rival the all-reduces at batch 1.",
+        ),
+        Prose(
+            "caveat",
+            "Tensor parallelism is taken as an even split of weights and cache; custom all-reduce "
+            "kernels and overlapping communication with the next matmul shrink the all-reduce term.",
+        ),
     ]
     return answer
 
@@ -167,8 +246,15 @@ QUESTION = Question(
     source="Seed 004, question 1",
     level="Senior",
     kind="estimate",
-    defaults={"model": "llama3-70b", "gpu": "h100", "tp": 2, "dtype": "bf16", "context": 4096,
-              "achieved_bandwidth": "0.8", "allreduce_latency": "10 us"},
+    defaults={
+        "model": "llama3-70b",
+        "gpu": "h100",
+        "tp": 2,
+        "dtype": "bf16",
+        "context": 4096,
+        "achieved_bandwidth": "0.8",
+        "allreduce_latency": "10 us",
+    },
     changeable=("model", "gpu", "tp", "dtype", "kv_dtype", "context", "achieved_bandwidth", "allreduce_latency"),
     build=build,
 )

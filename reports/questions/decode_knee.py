@@ -20,7 +20,11 @@ def _draw(sheet, setup, stem):  # type: ignore[no-untyped-def]
     batches = np.linspace(1, span, 400)
     throughput = over(sym.R.symbol, sym.B, sheet.values, model_library(setup.model))(batches)
     figures.throughput_against_batch(
-        stem, batches, throughput, None if knee_batch is None else float(knee_batch), max_batch,
+        stem,
+        batches,
+        throughput,
+        None if knee_batch is None else float(knee_batch),
+        max_batch,
         float(sheet.results["throughput_ceiling"].value),
         f"{setup.model.title} on {sheet.inputs['tp']} x {setup.gpu.name}, {setup.context:,}-token context",
     )
@@ -39,27 +43,43 @@ def build(inputs: Inputs) -> Answer:
     answer.headline("first_limit", r["first_limit"].value)
     quantities = {"knee": knee_q, "limit": limit, "fits": fits, "at_max": at_max, "ceiling": ceiling}
     if r["knee_batch"].value is None:
-        text = ("Step time is a straight line in the batch, so throughput B/t(B) is a hyperbola rising to a ceiling "
-                "of {ceiling}. Here there is no knee: each extra sequence adds more KV reading than arithmetic, "
-                "which is true above {limit} of context. Memory caps the batch at {fits}, where throughput is {at_max}.")
+        text = (
+            "Step time is a straight line in the batch, so throughput B/t(B) is a hyperbola rising to a ceiling "
+            "of {ceiling}. Here there is no knee: each extra sequence adds more KV reading than arithmetic, "
+            "which is true above {limit} of context. Memory caps the batch at {fits}, where throughput is {at_max}."
+        )
     else:
-        text = ("Step time is a straight line in the batch, so throughput B/t(B) is a hyperbola rising to a ceiling "
-                "of {ceiling}. The knee, where compute time meets memory time, is at {knee}; memory caps the batch "
-                "at {fits}, where throughput is {at_max}. A knee exists only below {limit} of context.")
+        text = (
+            "Step time is a straight line in the batch, so throughput B/t(B) is a hyperbola rising to a ceiling "
+            "of {ceiling}. The knee, where compute time meets memory time, is at {knee}; memory caps the batch "
+            "at {fits}, where throughput is {at_max}. A knee exists only below {limit} of context."
+        )
     answer.summary = Prose("summary", text, quantities)
     answer.sections.append(Section("Step time, knee and ceiling", sheet))
     answer.figures.append(figures_entry(sheet, setup))
     answer.takeaways += [
-        Prose("takeaway", "The ceiling usually comes from the KV cache, not the tensor cores: per sequence, each step "
-                          "reads its whole cache, so past the weights the cache bytes set the slope of t(B)."),
-        Prose("takeaway", "Shorter contexts, a smaller KV dtype or fewer KV heads (GQA, MLA) move the knee into reach; "
-                          "more bandwidth raises every point of the curve."),
+        Prose(
+            "takeaway",
+            "The ceiling usually comes from the KV cache, not the tensor cores: per sequence, each step "
+            "reads its whole cache, so past the weights the cache bytes set the slope of t(B).",
+        ),
+        Prose(
+            "takeaway",
+            "Shorter contexts, a smaller KV dtype or fewer KV heads (GQA, MLA) move the knee into reach; "
+            "more bandwidth raises every point of the curve.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "Ideal tensor parallelism, peak bandwidth and FLOP/s: real steps add all-reduces and kernel "
-                        "gaps, so measured curves sit below this one and bend earlier."),
-        Prose("caveat", "Every sequence is taken at the same context; a served batch mixes lengths, and its cache "
-                        "bytes follow the mean context."),
+        Prose(
+            "caveat",
+            "Ideal tensor parallelism, peak bandwidth and FLOP/s: real steps add all-reduces and kernel "
+            "gaps, so measured curves sit below this one and bend earlier.",
+        ),
+        Prose(
+            "caveat",
+            "Every sequence is taken at the same context; a served batch mixes lengths, and its cache "
+            "bytes follow the mean context.",
+        ),
     ]
     return answer
 
@@ -67,8 +87,12 @@ def build(inputs: Inputs) -> Answer:
 def figures_entry(sheet, setup):  # type: ignore[no-untyped-def]
     from derive.sheet import Figure
 
-    return Figure("throughput", "Decode throughput against batch: the roofline curve, its ceiling, the memory limit "
-                                "and the knee where one exists.", partial(_draw, sheet, setup))
+    return Figure(
+        "throughput",
+        "Decode throughput against batch: the roofline curve, its ceiling, the memory limit "
+        "and the knee where one exists.",
+        partial(_draw, sheet, setup),
+    )
 
 
 QUESTION = Question(

@@ -55,19 +55,37 @@ def build(inputs: Inputs) -> Answer:
         q,
     )
     answer.sections.append(Section("Power over throughput", sheet))
-    answer.figures.append(Figure("energy", "Energy per output token against batch, at the TDP: the step's power is "
-                                           "fixed and its tokens grow with the batch.", partial(_draw, sheet, setup)))
+    answer.figures.append(
+        Figure(
+            "energy",
+            "Energy per output token against batch, at the TDP: the step's power is "
+            "fixed and its tokens grow with the batch.",
+            partial(_draw, sheet, setup),
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "Power can only fall below the TDP, so it moves the figure by less than the cap allows; the "
-                          "batch moves it by {ratio} times. Cheap tokens come from full batches.", q),
-        Prose("takeaway", "Anything that lets more sequences share a step cuts joules per token: more memory per "
-                          "model (a higher --tp), a shorter context, an 8-bit KV cache."),
+        Prose(
+            "takeaway",
+            "Power can only fall below the TDP, so it moves the figure by less than the cap allows; the "
+            "batch moves it by {ratio} times. Cheap tokens come from full batches.",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "Anything that lets more sequences share a step cuts joules per token: more memory per "
+            "model (a higher --tp), a shorter context, an 8-bit KV cache.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "The TDP is an upper bound on the accelerators' draw; a memory-bound step draws less. Host, "
-                        "network and cooling (PUE) are not counted."),
-        Prose("caveat", "Step times are roofline floors: a real server is slower, and spends more per token in "
-                        "proportion."),
+        Prose(
+            "caveat",
+            "The TDP is an upper bound on the accelerators' draw; a memory-bound step draws less. Host, "
+            "network and cooling (PUE) are not counted.",
+        ),
+        Prose(
+            "caveat",
+            "Step times are roofline floors: a real server is slower, and spends more per token in proportion.",
+        ),
     ]
     return answer
 
@@ -75,7 +93,7 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="energy-per-token",
     title="Estimate the energy per output token for a 70B model on H100s from power and throughput. "
-          "What moves the number most?",
+    "What moves the number most?",
     source="Seed 004, question 12",
     level="Senior",
     kind="estimate",

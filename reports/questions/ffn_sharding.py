@@ -17,8 +17,11 @@ def build(inputs: Inputs) -> Answer:
         ("decode", "nvlink", inputs.setup(tokens=inputs["tokens"])),
         ("prefill", "nvlink", inputs.setup(tokens=inputs["prefill_tokens"])),
         ("decode", "slow", inputs.setup(tokens=inputs["tokens"], link=slow, link_name="(assumed inter-node link)")),
-        ("prefill", "slow", inputs.setup(tokens=inputs["prefill_tokens"], link=slow,
-                                          link_name="(assumed inter-node link)")),
+        (
+            "prefill",
+            "slow",
+            inputs.setup(tokens=inputs["prefill_tokens"], link=slow, link_name="(assumed inter-node link)"),
+        ),
     ]
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     q: dict[str, Quantity] = {"slow": Quantity(slow, "byte/second")}
@@ -31,11 +34,24 @@ def build(inputs: Inputs) -> Answer:
         for t in ("t_compute", "t_hbm", "t_network"):
             q[f"{key}_{t}"] = answer.headline(f"{key}_{t}", r[t].value, "second")
         link_words = "the GPUs' own link" if link == "nvlink" else "an assumed slow inter-node link"
-        answer.sections.append(Section(
-            f"{phase.capitalize()}, {setup.tokens:,} tokens, over {link_words}", sheet,
-            outro=(Prose("text", "What binds: {b} (compute {c}, HBM {h}, network {n}).",
-                         {"b": q[f"{key}_binding"], "c": q[f"{key}_t_compute"], "h": q[f"{key}_t_hbm"],
-                          "n": q[f"{key}_t_network"]}),)))
+        answer.sections.append(
+            Section(
+                f"{phase.capitalize()}, {setup.tokens:,} tokens, over {link_words}",
+                sheet,
+                outro=(
+                    Prose(
+                        "text",
+                        "What binds: {b} (compute {c}, HBM {h}, network {n}).",
+                        {
+                            "b": q[f"{key}_binding"],
+                            "c": q[f"{key}_t_compute"],
+                            "h": q[f"{key}_t_hbm"],
+                            "n": q[f"{key}_t_network"],
+                        },
+                    ),
+                ),
+            )
+        )
         if phase == "decode" and link == "nvlink":
             q["n"] = Quantity(sheet.values[sym.n])
             q["gpu"] = Quantity(setup.gpu.name if setup.gpu else "")
@@ -53,16 +69,28 @@ def build(inputs: Inputs) -> Answer:
         q,
     )
     answer.takeaways += [
-        Prose("takeaway", "With few tokens the layer's intensity is roughly T FLOPs per byte of weights, far below "
-                          "the ridge: HBM binds. Many tokens make it compute-bound."),
-        Prose("takeaway", "Sharding divides compute and weights by n but not the all-reduce of T x d values, so "
-                          "over slow links the network binds: keep tensor parallelism inside a node."),
+        Prose(
+            "takeaway",
+            "With few tokens the layer's intensity is roughly T FLOPs per byte of weights, far below "
+            "the ridge: HBM binds. Many tokens make it compute-bound.",
+        ),
+        Prose(
+            "takeaway",
+            "Sharding divides compute and weights by n but not the all-reduce of T x d values, so "
+            "over slow links the network binds: keep tensor parallelism inside a node.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "Peak figures and no overlap: real layers overlap the all-reduce with the matmuls in part, "
-                        "and an all-reduce of a few kB is bound by latency, not bandwidth."),
-        Prose("caveat", "The slow link is an assumption (assumed: one inter-node NIC per GPU, set with --set "
-                        "slow_link); the decode case's network time is a floor for the same reason."),
+        Prose(
+            "caveat",
+            "Peak figures and no overlap: real layers overlap the all-reduce with the matmuls in part, "
+            "and an all-reduce of a few kB is bound by latency, not bandwidth.",
+        ),
+        Prose(
+            "caveat",
+            "The slow link is an assumption (assumed: one inter-node NIC per GPU, set with --set "
+            "slow_link); the decode case's network time is a floor for the same reason.",
+        ),
     ]
     return answer
 
@@ -70,12 +98,19 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="ffn-sharding",
     title="Estimate an FFN layer's FLOPs, parameter and activation bytes, and the communication from sharding it. "
-          "Which limit binds: compute, HBM or network?",
+    "Which limit binds: compute, HBM or network?",
     source="Seed 000, question 6",
     level="Senior",
     kind="estimate",
-    defaults={"model": "llama3-70b", "gpu": "h100", "dtype": "bf16", "tp": 8, "tokens": 8, "prefill_tokens": 4096,
-              "slow_link": "50 GB/s"},
+    defaults={
+        "model": "llama3-70b",
+        "gpu": "h100",
+        "dtype": "bf16",
+        "tp": 8,
+        "tokens": 8,
+        "prefill_tokens": 4096,
+        "slow_link": "50 GB/s",
+    },
     changeable=("model", "gpu", "dtype", "tp", "tokens", "prefill_tokens", "slow_link"),
     build=build,
 )

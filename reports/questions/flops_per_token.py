@@ -29,9 +29,20 @@ def _draw(sheet, setup, stem):  # type: ignore[no-untyped-def]
     ax.axhline(float(sheet.values[fl.F_2n]) / 1e9, color="C3", ls="--", lw=1, label="the 2N rule")
     ax.axhline(float(sheet.values[sym.F]) / 1e9, color="C2", ls=":", lw=1, label="weight matmuls alone (2 N_mm)")
     if crossing is not None:
-        ax.axvline(float(crossing), color="grey", ls=":", lw=1,
-                   label=f"attention equals the weights: {format_quantity(crossing, 'token')}")
-    ax.axvline(setup.context, color="C1", ls="-.", lw=1, label=f"this answer's context: {format_quantity(setup.context, 'token')}")
+        ax.axvline(
+            float(crossing),
+            color="grey",
+            ls=":",
+            lw=1,
+            label=f"attention equals the weights: {format_quantity(crossing, 'token')}",
+        )
+    ax.axvline(
+        setup.context,
+        color="C1",
+        ls="-.",
+        lw=1,
+        label=f"this answer's context: {format_quantity(setup.context, 'token')}",
+    )
     ax.set_xlabel("context (tokens per sequence)")
     ax.set_ylabel("FLOPs per token (GFLOP)")
     ax.set_title(f"FLOPs per token of {setup.model.title} against context", fontsize=10)
@@ -53,12 +64,15 @@ def build(inputs: Inputs) -> Answer:
         "f_2n": answer.headline("two_n_flops_per_token", r["two_n_flops_per_token"].value, "FLOP/token"),
         "ratio": answer.headline("two_n_ratio", r["two_n_ratio"].value, ""),
         "n_na": answer.headline("non_arithmetic_params", r["non_arithmetic_params"].value, "parameter"),
-        "s_att": answer.headline("attention_equals_weights_context", r["attention_equals_weights_context"].value,
-                                 "token"),
-        "n": Quantity(v[sym.N], "parameter"), "n_mm": Quantity(v[sym.N_mm], "parameter"),
+        "s_att": answer.headline(
+            "attention_equals_weights_context", r["attention_equals_weights_context"].value, "token"
+        ),
+        "n": Quantity(v[sym.N], "parameter"),
+        "n_mm": Quantity(v[sym.N_mm], "parameter"),
         "n_emb": Quantity(counts.results["embedding_params"].value, "parameter"),
         "n_norm": Quantity(counts.results["norm_params"].value, "parameter"),
-        "context": Quantity(v[sym.S], "token"), "a": Quantity(v[sym.a], sym.a.unit),
+        "context": Quantity(v[sym.S], "token"),
+        "a": Quantity(v[sym.a], sym.a.unit),
         "model": Quantity(setup.model.title),
     }
     answer.summary = Prose(
@@ -71,32 +85,67 @@ def build(inputs: Inputs) -> Answer:
         "a factor of two or more.",
         q,
     )
-    answer.sections.append(Section(
-        "Parameters from the config", counts,
-        intro=(Prose("text", "Which parameters a token multiplies through, term by term from the config.", q),),
-    ))
-    answer.sections.append(Section(
-        "FLOPs per token, and where 2N breaks", sheet,
-        intro=(Prose("text", "The weight matmuls count the parameters a token multiplies through (attention, MLP "
-                             "and the LM head); attention scores and value sums grow with the context.", q),),
-    ))
-    answer.figures.append(Figure("flops-against-context", "FLOPs per token against context: the 2N rule, the "
-                                 "weight matmuls alone, and the full count, which leaves the rule behind where "
-                                 "attention catches up with the weights.", partial(_draw, sheet, setup)))
+    answer.sections.append(
+        Section(
+            "Parameters from the config",
+            counts,
+            intro=(Prose("text", "Which parameters a token multiplies through, term by term from the config.", q),),
+        )
+    )
+    answer.sections.append(
+        Section(
+            "FLOPs per token, and where 2N breaks",
+            sheet,
+            intro=(
+                Prose(
+                    "text",
+                    "The weight matmuls count the parameters a token multiplies through (attention, MLP "
+                    "and the LM head); attention scores and value sums grow with the context.",
+                    q,
+                ),
+            ),
+        )
+    )
+    answer.figures.append(
+        Figure(
+            "flops-against-context",
+            "FLOPs per token against context: the 2N rule, the "
+            "weight matmuls alone, and the full count, which leaves the rule behind where "
+            "attention catches up with the weights.",
+            partial(_draw, sheet, setup),
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "At short context 2N is close for the wrong reasons: it counts the {n_emb} of the "
-                          "embedding (a lookup) and the {n_norm} of the norms, and misses attention ({f_att} at "
-                          "{context}), which soon outweighs them.", q),
-        Prose("takeaway", "Attention FLOPs grow linearly with context while the weight FLOPs do not, so long-context "
-                          "prefill and decode are priced by attention: past {s_att} it is most of the arithmetic.", q),
-        Prose("takeaway", "For a mixture of experts, use the active parameters, not the total: a token multiplies "
-                          "through only the experts it is routed to."),
+        Prose(
+            "takeaway",
+            "At short context 2N is close for the wrong reasons: it counts the {n_emb} of the "
+            "embedding (a lookup) and the {n_norm} of the norms, and misses attention ({f_att} at "
+            "{context}), which soon outweighs them.",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "Attention FLOPs grow linearly with context while the weight FLOPs do not, so long-context "
+            "prefill and decode are priced by attention: past {s_att} it is most of the arithmetic.",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "For a mixture of experts, use the active parameters, not the total: a token multiplies "
+            "through only the experts it is routed to.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "Only matmul FLOPs are counted: softmax, norms, rotary embeddings and activations add "
-                        "elementwise work that is small in FLOPs but not in time at decode."),
-        Prose("caveat", "Attention at context S is counted for one query token; a prompt pass averages half of "
-                        "that per token under causal masking, and sliding-window models cap S at the window."),
+        Prose(
+            "caveat",
+            "Only matmul FLOPs are counted: softmax, norms, rotary embeddings and activations add "
+            "elementwise work that is small in FLOPs but not in time at decode.",
+        ),
+        Prose(
+            "caveat",
+            "Attention at context S is counted for one query token; a prompt pass averages half of "
+            "that per token under causal masking, and sliding-window models cap S at the window.",
+        ),
     ]
     return answer
 
@@ -104,7 +153,7 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="flops-per-token",
     title="Derive the FLOPs per token for a dense transformer from its config. Where does the 2N rule stop being "
-          "accurate?",
+    "accurate?",
     source="Seed 004, question 2",
     level="Senior",
     kind="explanation",

@@ -24,13 +24,22 @@ def build(inputs: Inputs) -> Answer:
     step = decode_step(setup, inputs, f"The GPU's work in one decode step of {setup.model.title}")
     floor = step.results["step_time"].value
     work = start("launches", f"Launching one decode step of {setup.model.title}: eager against a CUDA graph", setup)
-    work.given(la.k_l, value_of(inputs, "kernels_per_layer"),
-               "assumed: norms, projections, rotary, attention, activation, residual adds")
+    work.given(
+        la.k_l,
+        value_of(inputs, "kernels_per_layer"),
+        "assumed: norms, projections, rotary, attention, activation, residual adds",
+    )
     work.given(fu.t_l, value_of(inputs, "launch_overhead", "second"), "assumed: eager dispatch and launch, per kernel")
     work.given(la.t_node, value_of(inputs, "graph_node_overhead", "second"), "assumed: per kernel inside a graph")
     work.given(sym.t_step, floor, "the roofline floor, from the decode step below")
-    for name in ("kernels_per_step", "eager_launch_time", "graph_launch_time", "eager_step_time", "graph_step_time",
-                 "graph_saving"):
+    for name in (
+        "kernels_per_step",
+        "eager_launch_time",
+        "graph_launch_time",
+        "eager_step_time",
+        "graph_step_time",
+        "graph_saving",
+    ):
         work.compute(LIBRARY.get(name), name)
     sheet = work.sheet
     r = sheet.results
@@ -44,7 +53,8 @@ def build(inputs: Inputs) -> Answer:
         "graph": answer.headline("graph_step_time", graph, "second"),
         "saved": answer.headline("graph_saving", r["graph_saving"].value, "second"),
         "speedup": Quantity(eager / graph),
-        "model": Quantity(setup.model.title), "gpu": Quantity(setup.gpu.name if setup.gpu else ""),
+        "model": Quantity(setup.model.title),
+        "gpu": Quantity(setup.gpu.name if setup.gpu else ""),
     }
     bound = "launch-bound" if r["eager_launch_time"].value > floor else "still GPU-bound"
     answer.summary = Prose(
@@ -62,21 +72,39 @@ def build(inputs: Inputs) -> Answer:
     ]
     labels = ["GPU work (roofline floor)", "eager launches (CPU)", "CUDA graph launch"]
     values = [floor, r["eager_launch_time"].value, r["graph_launch_time"].value]
-    answer.figures.append(Figure("launches", "One decode step: the GPU's roofline work against the CPU time to "
-                                             "launch its kernels eagerly and as a CUDA graph.",
-                                 partial(_draw, labels, values, f"{setup.model.title} on {q['gpu'].value}")))
+    answer.figures.append(
+        Figure(
+            "launches",
+            "One decode step: the GPU's roofline work against the CPU time to "
+            "launch its kernels eagerly and as a CUDA graph.",
+            partial(_draw, labels, values, f"{setup.model.title} on {q['gpu'].value}"),
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "Small ops end up launch- or memory-bound; large matmuls are compute-bound on tensor "
-                          "cores. The smaller the model and the faster the GPU, the more launches dominate."),
-        Prose("takeaway", "CUDA graphs remove per-kernel CPU cost ({speedup} times faster here); fusion removes "
-                          "kernels altogether (see compiler-fusion).", q),
+        Prose(
+            "takeaway",
+            "Small ops end up launch- or memory-bound; large matmuls are compute-bound on tensor "
+            "cores. The smaller the model and the faster the GPU, the more launches dominate.",
+        ),
+        Prose(
+            "takeaway",
+            "CUDA graphs remove per-kernel CPU cost ({speedup} times faster here); fusion removes "
+            "kernels altogether (see compiler-fusion).",
+            q,
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "Kernels per layer, launch overhead and the per-node gap are assumptions (--set "
-                        "kernels_per_layer=, launch_overhead=, graph_node_overhead=); profile the step (Nsight "
-                        "Systems) to read them off the timeline."),
-        Prose("caveat", "Launches and GPU work are taken as perfectly overlapped: the step is the longer of the "
-                        "two. Synchronisations (a .item() call, sampling on the CPU) break the overlap and add both."),
+        Prose(
+            "caveat",
+            "Kernels per layer, launch overhead and the per-node gap are assumptions (--set "
+            "kernels_per_layer=, launch_overhead=, graph_node_overhead=); profile the step (Nsight "
+            "Systems) to read them off the timeline.",
+        ),
+        Prose(
+            "caveat",
+            "Launches and GPU work are taken as perfectly overlapped: the step is the longer of the "
+            "two. Synchronisations (a .item() call, sampling on the CPU) break the overlap and add both.",
+        ),
     ]
     return answer
 
@@ -87,9 +115,25 @@ QUESTION = Question(
     source="Seed 000, question 8",
     level="Mid-level",
     kind="explanation",
-    defaults={"model": "gpt2", "gpu": "h100", "dtype": "bf16", "context": 1024, "batch": 1,
-              "kernels_per_layer": 15, "launch_overhead": "5 us", "graph_node_overhead": "1 us"},
-    changeable=("model", "gpu", "dtype", "context", "batch", "kernels_per_layer", "launch_overhead",
-                "graph_node_overhead"),
+    defaults={
+        "model": "gpt2",
+        "gpu": "h100",
+        "dtype": "bf16",
+        "context": 1024,
+        "batch": 1,
+        "kernels_per_layer": 15,
+        "launch_overhead": "5 us",
+        "graph_node_overhead": "1 us",
+    },
+    changeable=(
+        "model",
+        "gpu",
+        "dtype",
+        "context",
+        "batch",
+        "kernels_per_layer",
+        "launch_overhead",
+        "graph_node_overhead",
+    ),
     build=build,
 )

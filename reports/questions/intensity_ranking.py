@@ -36,8 +36,11 @@ def build(inputs: Inputs) -> Answer:
     sheet = costs.intensity(setup)
     work = Work(sheet, model_library(setup.model))
     work.heading("What fusion can remove: elementwise activation traffic")
-    work.given(sb.m_ew, assumed(inputs, "elementwise_passes"),
-               "assumed: unfused passes per layer (two norms, rotary, activation, two residual adds, ...)")
+    work.given(
+        sb.m_ew,
+        assumed(inputs, "elementwise_passes"),
+        "assumed: unfused passes per layer (two norms, rotary, activation, two residual adds, ...)",
+    )
     work.given(sh.b_a, dtype_bytes("bf16"), "16-bit activations")
     work.compute(sh.ffn_io_values_per_token)
     work.compute(sb.elementwise_bytes, "elementwise_bytes")
@@ -67,20 +70,37 @@ def build(inputs: Inputs) -> Answer:
         q,
     )
     answer.sections.append(Section("Intensity per operation, and what fusion removes", sheet))
-    answer.figures.append(Figure("roofline", "The decode operations placed on the roofline: the weight GEMMs at the "
-                                             "default batch and at a large one, attention fixed by its head ratio.",
-                                 partial(_draw, sheet, setup, large)))
+    answer.figures.append(
+        Figure(
+            "roofline",
+            "The decode operations placed on the roofline: the weight GEMMs at the "
+            "default batch and at a large one, attention fixed by its head ratio.",
+            partial(_draw, sheet, setup, large),
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "The GEMMs' intensity grows with the batch (2·B/b_w); attention's is n_h/n_kv in 16 bits "
-                          "at any batch: GQA raised it, MLA raises it further, an 8-bit cache doubles it."),
-        Prose("takeaway", "Fusion helps the memory-bound small ops (norms, rotary, activation, residual adds) and "
-                          "the launch count; it does nothing for the weight reads that set the floor."),
+        Prose(
+            "takeaway",
+            "The GEMMs' intensity grows with the batch (2·B/b_w); attention's is n_h/n_kv in 16 bits "
+            "at any batch: GQA raised it, MLA raises it further, an 8-bit cache doubles it.",
+        ),
+        Prose(
+            "takeaway",
+            "Fusion helps the memory-bound small ops (norms, rotary, activation, residual adds) and "
+            "the launch count; it does nothing for the weight reads that set the floor.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "Activation traffic of the GEMMs themselves is left out of their intensity; at decode it "
-                        "is small beside the weights, at prefill it is not."),
-        Prose("caveat", "The elementwise byte count rests on the assumed number of passes per layer "
-                        "(--set elementwise_passes=...)."),
+        Prose(
+            "caveat",
+            "Activation traffic of the GEMMs themselves is left out of their intensity; at decode it "
+            "is small beside the weights, at prefill it is not.",
+        ),
+        Prose(
+            "caveat",
+            "The elementwise byte count rests on the assumed number of passes per layer "
+            "(--set elementwise_passes=...).",
+        ),
     ]
     return answer
 
@@ -88,12 +108,19 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="intensity-ranking",
     title="Rank the decode-time arithmetic intensity of the QKV projection, attention, the MLP and the LM head. "
-          "Which ones can fusion help?",
+    "Which ones can fusion help?",
     source="Seed 004, question 14",
     level="Senior",
     kind="explanation",
-    defaults={"model": "llama3-70b", "gpu": "h100", "dtype": "bf16", "batch": 1, "context": 2048,
-              "elementwise_passes": 8, "large_batch": 64},
+    defaults={
+        "model": "llama3-70b",
+        "gpu": "h100",
+        "dtype": "bf16",
+        "batch": 1,
+        "context": 2048,
+        "elementwise_passes": 8,
+        "large_batch": 64,
+    },
     changeable=("model", "gpu", "dtype", "kv_dtype", "batch", "context", "elementwise_passes", "large_batch"),
     build=build,
 )

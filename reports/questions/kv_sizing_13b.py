@@ -23,14 +23,23 @@ def build(inputs: Inputs) -> Answer:
     )
     answer.sections.append(Section("Weights, cache and what fits", sheet))
     answer.takeaways += [
-        Prose("takeaway", "The cache is linear in context and in bytes per value: halve either "
-                          "(cap conversations, or an 8-bit cache with --kv-dtype fp8) and nearly twice as many fit."),
-        Prose("takeaway", "The weights are paid once per accelerator group, the cache once per conversation: "
-                          "past a handful of conversations the cache decides capacity."),
+        Prose(
+            "takeaway",
+            "The cache is linear in context and in bytes per value: halve either "
+            "(cap conversations, or an 8-bit cache with --kv-dtype fp8) and nearly twice as many fit.",
+        ),
+        Prose(
+            "takeaway",
+            "The weights are paid once per accelerator group, the cache once per conversation: "
+            "past a handful of conversations the cache decides capacity.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "Paged KV caches waste little, but the activation workspace, CUDA graphs and the "
-                        "framework's own allocations commonly take several GB more."),
+        Prose(
+            "caveat",
+            "Paged KV caches waste little, but the activation workspace, CUDA graphs and the "
+            "framework's own allocations commonly take several GB more.",
+        ),
     ]
     return answer
 
@@ -38,7 +47,7 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="kv-sizing-13b",
     title="You're sizing an 80 GB accelerator for Llama 2 13B in 16-bit with 2,048-token conversations. "
-          "How many fit, and what would you change if that's not enough?",
+    "How many fit, and what would you change if that's not enough?",
     source="Seed 000, question 4",
     level="Senior",
     kind="sizing",

@@ -20,8 +20,14 @@ def _draw(sheet, setup, stem):  # type: ignore[no-untyped-def]
     crossover = float(sheet.values[sym.S])
     contexts = np.linspace(0, 2 * crossover, 400)
     kv = over(sym.kv_total.symbol, sym.S, sheet.values, model_library(setup.model))(contexts)
-    figures.bytes_against_context(stem, contexts, np.broadcast_to(kv, contexts.shape), float(sheet.values[sym.W]),
-                                  crossover, f"{setup.model.title}, batch {setup.batch}, {setup.kv_format} cache")
+    figures.bytes_against_context(
+        stem,
+        contexts,
+        np.broadcast_to(kv, contexts.shape),
+        float(sheet.values[sym.W]),
+        crossover,
+        f"{setup.model.title}, batch {setup.batch}, {setup.kv_format} cache",
+    )
 
 
 def build(inputs: Inputs) -> Answer:
@@ -52,18 +58,33 @@ def build(inputs: Inputs) -> Answer:
         q,
     )
     answer.sections.append(Section("Where the cache's bytes meet the weights'", sheet))
-    answer.figures.append(Figure("bytes", "Bytes read per decode step against context: the batch's KV cache "
-                                          "grows linearly and crosses the fixed weight bytes.",
-                                 partial(_draw, sheet, setup)))
+    answer.figures.append(
+        Figure(
+            "bytes",
+            "Bytes read per decode step against context: the batch's KV cache "
+            "grows linearly and crosses the fixed weight bytes.",
+            partial(_draw, sheet, setup),
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "Past {context} a decode step reads more cache than weights: batching no longer "
-                          "amortises most of the bytes, and step time grows with every token of context.", q),
-        Prose("takeaway", "The crossover scales as 1/(B·k): GQA (fewer KV heads), an 8-bit cache (--kv-dtype fp8) "
-                          "or MLA push it out; a bigger batch pulls it in."),
+        Prose(
+            "takeaway",
+            "Past {context} a decode step reads more cache than weights: batching no longer "
+            "amortises most of the bytes, and step time grows with every token of context.",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "The crossover scales as 1/(B·k): GQA (fewer KV heads), an 8-bit cache (--kv-dtype fp8) "
+            "or MLA push it out; a bigger batch pulls it in.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "Every sequence is taken at the same context; a served batch mixes lengths, and the "
-                        "crossover applies to the mean."),
+        Prose(
+            "caveat",
+            "Every sequence is taken at the same context; a served batch mixes lengths, and the "
+            "crossover applies to the mean.",
+        ),
         Prose("caveat", "A sliding-window or paged cache that evicts tokens reads less than the full context."),
     ]
     return answer

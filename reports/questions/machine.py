@@ -47,23 +47,34 @@ def ceilings_section(setup: Setup, result: dict[str, Any]) -> Section:
     for phase in result["phases"]:
         bound = phase["bound"]
         fraction = phase["bandwidth_fraction"] if bound == "memory" else phase["flops_fraction"]
-        lines.append(Prose(
+        lines.append(
+            Prose(
+                "text",
+                f"{phase['name']}: {{bytes}} and {{flops}} (from the library) in {{seconds}}, "
+                f"against a roofline time of "
+                f"{{predicted}}: {{bandwidth}} and {{achieved}}, at {{intensity}} FLOP per byte, "
+                f"{'left' if bound == 'memory' else 'right'} of the ridge: {bound}-bound, at {{fraction}} % of the "
+                f"{'copy' if bound == 'memory' else 'matmul'} ceiling.",
+                {
+                    "bytes": Quantity(sympy.Float(phase["bytes"], 6), "byte"),
+                    "flops": Quantity(sympy.Float(phase["flops"], 6), "FLOP"),
+                    "seconds": Quantity(sympy.Float(phase["seconds"], 6), "second"),
+                    "predicted": Quantity(sympy.Float(phase["predicted_seconds"], 6), "second"),
+                    "bandwidth": Quantity(sympy.Float(phase["achieved_bandwidth"], 6), "byte/second"),
+                    "achieved": Quantity(sympy.Float(phase["achieved_flops"], 6), "FLOP/second"),
+                    "intensity": Quantity(sympy.Float(phase["intensity"], 4)),
+                    "fraction": Quantity(sympy.Float(fraction * 100, 3)),
+                },
+            )
+        )
+    intro = (
+        Prose(
             "text",
-            f"{phase['name']}: {{bytes}} and {{flops}} (from the library) in {{seconds}}, against a roofline time of "
-            f"{{predicted}}: {{bandwidth}} and {{achieved}}, at {{intensity}} FLOP per byte, "
-            f"{'left' if bound == 'memory' else 'right'} of the ridge: {bound}-bound, at {{fraction}} % of the "
-            f"{'copy' if bound == 'memory' else 'matmul'} ceiling.",
-            {"bytes": Quantity(sympy.Float(phase["bytes"], 6), "byte"),
-             "flops": Quantity(sympy.Float(phase["flops"], 6), "FLOP"),
-             "seconds": Quantity(sympy.Float(phase["seconds"], 6), "second"),
-             "predicted": Quantity(sympy.Float(phase["predicted_seconds"], 6), "second"),
-             "bandwidth": Quantity(sympy.Float(phase["achieved_bandwidth"], 6), "byte/second"),
-             "achieved": Quantity(sympy.Float(phase["achieved_flops"], 6), "FLOP/second"),
-             "intensity": Quantity(sympy.Float(phase["intensity"], 4)),
-             "fraction": Quantity(sympy.Float(fraction * 100, 3))}))
-    intro = (Prose("text", f"`derive measure` on {described(result)}: a large copy and a large float32 matrix "
-                           "multiply give the two ceilings; a GPT-2-small forward pass in numpy, with random weights "
-                           "of the real shapes, gives the phases. The ridge of this machine:"),)
+            f"`derive measure` on {described(result)}: a large copy and a large float32 matrix "
+            "multiply give the two ceilings; a GPT-2-small forward pass in numpy, with random weights "
+            "of the real shapes, gives the phases. The ridge of this machine:",
+        ),
+    )
     del ridge
     return Section("Measured on this machine", work.sheet, intro=intro, outro=tuple(lines))
 
@@ -74,7 +85,9 @@ def measured_figure(result: dict[str, Any]) -> Figure:
     copy, matmul = result["ceilings"]
     points = [(p["name"], p["intensity"], p["achieved_flops"]) for p in result["phases"]]
     title = f"{result['machine']['cpu']}: measured ceilings and phases"
-    return Figure("measured-roofline", f"The roofline of this machine's measured ceilings ({described(result)}), "
-                                       "with each phase at its intensity and the FLOP/s it achieved.",
-                  partial(figures.measured_roofline, peak=matmul["value"], bandwidth=copy["value"], points=points,
-                          title=title))
+    return Figure(
+        "measured-roofline",
+        f"The roofline of this machine's measured ceilings ({described(result)}), "
+        "with each phase at its intensity and the FLOP/s it achieved.",
+        partial(figures.measured_roofline, peak=matmul["value"], bandwidth=copy["value"], points=points, title=title),
+    )

@@ -54,10 +54,16 @@ def buckets(work: Work, setup: Setup, inputs: Mapping[str, Any], allreduce: bool
     n = work.values[sym.n]
     if allreduce:
         work.heading("Tensor-parallel all-reduces")
-        work.given(sb.m_ar, 2 if n > 1 else 0, "Megatron TP: one after attention, one after the MLP"
-                   if n > 1 else "one accelerator: no all-reduce")
-        work.given(sb.alpha_ar, assumed(inputs, "allreduce_latency", "second"),
-                   "assumed: small-message all-reduce latency on NVLink (--set allreduce_latency=...)")
+        work.given(
+            sb.m_ar,
+            2 if n > 1 else 0,
+            "Megatron TP: one after attention, one after the MLP" if n > 1 else "one accelerator: no all-reduce",
+        )
+        work.given(
+            sb.alpha_ar,
+            assumed(inputs, "allreduce_latency", "second"),
+            "assumed: small-message all-reduce latency on NVLink (--set allreduce_latency=...)",
+        )
         work.given(sh.b_a, dtype_bytes("bf16"), "16-bit activations")
         if setup.gpu.link is None and n > 1:
             raise DeriveError(f"{setup.gpu.name} has no interconnect in the catalog", "Use --tp 1 or another --gpu")
@@ -71,12 +77,19 @@ def buckets(work: Work, setup: Setup, inputs: Mapping[str, Any], allreduce: bool
     work.given(sb.t_k, assumed(inputs, "kernel_gap", "second"), "assumed: idle time per kernel (--set kernel_gap=...)")
     work.compute(sb.launch_gap_time)
     work.heading("Achieved bandwidth")
-    work.given(pf.eta_bw, assumed(inputs, "achieved_bandwidth"),
-               "assumed: fraction of peak the decode GEMVs reach (--set achieved_bandwidth=...)")
+    work.given(
+        pf.eta_bw,
+        assumed(inputs, "achieved_bandwidth"),
+        "assumed: fraction of peak the decode GEMVs reach (--set achieved_bandwidth=...)",
+    )
     work.compute(sb.bandwidth_shortfall_time)
     work.heading("Host work between steps")
-    work.given(sb.t_host, assumed(inputs, "host_time", "second"),
-               "assumed: sampling, scheduler and Python per step (--set host_time=...)", inline=True)
+    work.given(
+        sb.t_host,
+        assumed(inputs, "host_time", "second"),
+        "assumed: sampling, scheduler and Python per step (--set host_time=...)",
+        inline=True,
+    )
     work.heading("What is left")
     work.compute(sb.unattributed_step_time, "unattributed_time")
 
@@ -117,9 +130,15 @@ def build(inputs: Inputs) -> Answer:
     measured = answer.headline("measured_step_time", v[u.t_meas], "second")
     missing = answer.headline("missing_time", v[u.t_meas] - v[sym.t_step], "second")
     names = ("allreduce_time", "launch_gap_time", "bandwidth_shortfall_time", "host_time", "unattributed_time")
-    q = {name: answer.headline(name, v[s], "second") for name, (_, s) in zip(names, BUCKETS[1:])}
-    q.update(floor=floor, measured=measured, missing=missing, mbu=Quantity(v[sb.U_rep] * 100),
-             bytes=Quantity(v[u.D_gpu], "byte"), n=Quantity(v[sym.n]))
+    q = {name: answer.headline(name, v[s], "second") for name, (_, s) in zip(names, BUCKETS[1:], strict=False)}
+    q.update(
+        floor=floor,
+        measured=measured,
+        missing=missing,
+        mbu=Quantity(v[sb.U_rep] * 100),
+        bytes=Quantity(v[u.D_gpu], "byte"),
+        n=Quantity(v[sym.n]),
+    )
     answer.summary = Prose(
         "summary",
         "Rebuild the floor from bytes: each of the {n} accelerators reads {bytes} a step, {floor} at peak bandwidth, "
@@ -129,30 +148,57 @@ def build(inputs: Inputs) -> Answer:
         "{unattributed_time} unattributed. Each bucket is a line in one profiler trace, and each has an owner.",
         q,
     )
-    answer.sections.append(Section(
-        "The floor, the measured step and its buckets", sheet,
-        intro=(Prose("text", "Every bucket below is a formula of one assumption (marked 'assumed'), which "
-                             "--set changes; the unattributed remainder is what the assumptions do not explain."),),
-    ))
+    answer.sections.append(
+        Section(
+            "The floor, the measured step and its buckets",
+            sheet,
+            intro=(
+                Prose(
+                    "text",
+                    "Every bucket below is a formula of one assumption (marked 'assumed'), which "
+                    "--set changes; the unattributed remainder is what the assumptions do not explain.",
+                ),
+            ),
+        )
+    )
     title = f"{setup.model.title}, {sheet.inputs['tp']} x {setup.gpu.name}, batch {setup.batch}"
-    answer.figures.append(Figure("budget", "The measured decode step split into the bandwidth floor and the buckets "
-                                           "beyond it (milliseconds).", partial(draw_budget, sheet, BUCKETS, title)))
+    answer.figures.append(
+        Figure(
+            "budget",
+            "The measured decode step split into the bandwidth floor and the buckets beyond it (milliseconds).",
+            partial(draw_budget, sheet, BUCKETS, title),
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "Owners: the all-reduces ({allreduce_time}) belong to the parallelism plan (a fused or "
-                          "custom all-reduce, a smaller TP degree); the launch gaps ({launch_gap_time}) to the "
-                          "runtime (CUDA graphs, fused kernels); the bandwidth shortfall ({bandwidth_shortfall_time}) "
-                          "to the kernel authors; the host time ({host_time}) to the serving loop (overlap sampling "
-                          "and scheduling with the next step).", q),
-        Prose("takeaway", "How to confirm: one Nsight Systems trace of a steady decode step shows the gaps between "
-                          "kernels and between steps directly, NCCL kernels by name, and each GEMV's duration "
-                          "against its bytes; the floor itself comes from bytes, not from the trace."),
+        Prose(
+            "takeaway",
+            "Owners: the all-reduces ({allreduce_time}) belong to the parallelism plan (a fused or "
+            "custom all-reduce, a smaller TP degree); the launch gaps ({launch_gap_time}) to the "
+            "runtime (CUDA graphs, fused kernels); the bandwidth shortfall ({bandwidth_shortfall_time}) "
+            "to the kernel authors; the host time ({host_time}) to the serving loop (overlap sampling "
+            "and scheduling with the next step).",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "How to confirm: one Nsight Systems trace of a steady decode step shows the gaps between "
+            "kernels and between steps directly, NCCL kernels by name, and each GEMV's duration "
+            "against its bytes; the floor itself comes from bytes, not from the trace.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "The buckets are additive only if nothing overlaps: a runtime that overlaps the all-reduce "
-                        "with the next GEMM, or the host work with the GPU, hides part of a bucket."),
-        Prose("caveat", "The assumptions (kernel gap, kernels per layer, all-reduce latency, achieved bandwidth, "
-                        "host time) are typical figures, not measurements of this server: the unattributed "
-                        "remainder ({unattributed_time}) is only as good as they are.", q),
+        Prose(
+            "caveat",
+            "The buckets are additive only if nothing overlaps: a runtime that overlaps the all-reduce "
+            "with the next GEMM, or the host work with the GPU, hides part of a bucket.",
+        ),
+        Prose(
+            "caveat",
+            "The assumptions (kernel gap, kernels per layer, all-reduce latency, achieved bandwidth, "
+            "host time) are typical figures, not measurements of this server: the unattributed "
+            "remainder ({unattributed_time}) is only as good as they are.",
+            q,
+        ),
     ]
     return answer
 
@@ -160,14 +206,38 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="mbu-budget",
     title="Your decode step runs at 60% of the bandwidth floor. Where does the rest of the time go? "
-          "Build me the budget.",
+    "Build me the budget.",
     source="Seed 004, question 9",
     level="Senior",
     kind="diagnosis",
-    defaults={"model": "llama3-70b", "gpu": "h100", "dtype": "bf16", "tp": 4, "batch": 8, "context": 2048,
-              "reported_mbu": "0.6", "allreduce_latency": "10 us", "kernels_per_layer": 12, "kernel_gap": "2 us",
-              "achieved_bandwidth": "0.85", "host_time": "1 ms"},
-    changeable=("model", "gpu", "dtype", "kv_dtype", "tp", "batch", "context", "reported_mbu", "allreduce_latency",
-                "kernels_per_layer", "kernel_gap", "achieved_bandwidth", "host_time"),
+    defaults={
+        "model": "llama3-70b",
+        "gpu": "h100",
+        "dtype": "bf16",
+        "tp": 4,
+        "batch": 8,
+        "context": 2048,
+        "reported_mbu": "0.6",
+        "allreduce_latency": "10 us",
+        "kernels_per_layer": 12,
+        "kernel_gap": "2 us",
+        "achieved_bandwidth": "0.85",
+        "host_time": "1 ms",
+    },
+    changeable=(
+        "model",
+        "gpu",
+        "dtype",
+        "kv_dtype",
+        "tp",
+        "batch",
+        "context",
+        "reported_mbu",
+        "allreduce_latency",
+        "kernels_per_layer",
+        "kernel_gap",
+        "achieved_bandwidth",
+        "host_time",
+    ),
     build=build,
 )

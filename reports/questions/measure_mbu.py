@@ -60,10 +60,18 @@ def build(inputs: Inputs) -> Answer:
     }
     q = {name: _points(answer.headline(f"error_{name}", value).value) for name, value in errors.items()}
     q.update(
-        mbu=_points(right), mfu=_points(mfu), t=Quantity(v[u.t_meas], "second"), bytes=Quantity(v[u.D_gpu], "byte"),
-        bw=Quantity(v[sym.BW], "byte/second"), n=Quantity(v[sym.n]), tot=_points(v[sb.U_tot]),
-        moe_right=_points(mv[sb.U_moe]), moe_wrong=_points(mv[u.U_mem]), moe_model=Quantity(moe_setup.model.title),
-        ttft=Quantity(v[pf.ttft], "second"), wall_t=Quantity(v[sb.t_wall], "second"),
+        mbu=_points(right),
+        mfu=_points(mfu),
+        t=Quantity(v[u.t_meas], "second"),
+        bytes=Quantity(v[u.D_gpu], "byte"),
+        bw=Quantity(v[sym.BW], "byte/second"),
+        n=Quantity(v[sym.n]),
+        tot=_points(v[sb.U_tot]),
+        moe_right=_points(mv[sb.U_moe]),
+        moe_wrong=_points(mv[u.U_mem]),
+        moe_model=Quantity(moe_setup.model.title),
+        ttft=Quantity(v[pf.ttft], "second"),
+        wall_t=Quantity(v[sb.t_wall], "second"),
     )
     answer.summary = Prose(
         "summary",
@@ -75,32 +83,66 @@ def build(inputs: Inputs) -> Answer:
         "experts counted for {moe_model} {moe}.",
         q,
     )
-    answer.sections.append(Section(
-        "Both operands on a running server, and the dashboard's mistakes", sheet,
-        intro=(Prose("text", "The measured step time is an input (assumed here; --set measured_step_time=...): on a "
-                             "server it is the inter-token latency at a steady batch, or the engine's own step timer."),),
-    ))
-    answer.sections.append(Section(
-        f"The MoE case: {moe_setup.model.title} at batch {moe_setup.batch}", moe_sheet,
-        intro=(Prose("text", "A mixture of experts reads only the experts its tokens pick; counting every weight puts "
-                             "the MBU at {moe_wrong} % instead of {moe_right} %.", q),),
-    ))
+    answer.sections.append(
+        Section(
+            "Both operands on a running server, and the dashboard's mistakes",
+            sheet,
+            intro=(
+                Prose(
+                    "text",
+                    "The measured step time is an input (assumed here; --set measured_step_time=...): on a "
+                    "server it is the inter-token latency at a steady batch, or the engine's own step timer.",
+                ),
+            ),
+        )
+    )
+    answer.sections.append(
+        Section(
+            f"The MoE case: {moe_setup.model.title} at batch {moe_setup.batch}",
+            moe_sheet,
+            intro=(
+                Prose(
+                    "text",
+                    "A mixture of experts reads only the experts its tokens pick; counting every weight puts "
+                    "the MBU at {moe_wrong} % instead of {moe_right} %.",
+                    q,
+                ),
+            ),
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "Time: the decode step alone, at a steady batch, from the engine's step timer or the "
-                          "inter-token latency; not request wall time, which adds the prompt pass ({ttft} here, "
-                          "{wall_t} per token instead of {t}).", q),
-        Prose("takeaway", "Count: per accelerator, the weights it holds plus the KV of the sequences live in this "
-                          "step at their current lengths, for MoE only the experts touched; divide by one "
-                          "accelerator's dense HBM bandwidth. Cross-check against a DRAM-throughput counter (DCGM, "
-                          "Nsight Compute)."),
-        Prose("takeaway", "A figure above 100 % (total bytes over one GPU: {tot} %) is the tell of a wrong operand, "
-                          "never of a fast server.", q),
+        Prose(
+            "takeaway",
+            "Time: the decode step alone, at a steady batch, from the engine's step timer or the "
+            "inter-token latency; not request wall time, which adds the prompt pass ({ttft} here, "
+            "{wall_t} per token instead of {t}).",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "Count: per accelerator, the weights it holds plus the KV of the sequences live in this "
+            "step at their current lengths, for MoE only the experts touched; divide by one "
+            "accelerator's dense HBM bandwidth. Cross-check against a DRAM-throughput counter (DCGM, "
+            "Nsight Compute).",
+        ),
+        Prose(
+            "takeaway",
+            "A figure above 100 % (total bytes over one GPU: {tot} %) is the tell of a wrong operand, "
+            "never of a fast server.",
+            q,
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "The measured step times are assumptions standing in for a server's timer; the sizes of "
-                        "the mistakes scale with them."),
-        Prose("caveat", "Expert coverage assumes uniform, independent routing: real routing is skewed and touches "
-                        "fewer experts, so the MoE mistake is at least this large."),
+        Prose(
+            "caveat",
+            "The measured step times are assumptions standing in for a server's timer; the sizes of "
+            "the mistakes scale with them.",
+        ),
+        Prose(
+            "caveat",
+            "Expert coverage assumes uniform, independent routing: real routing is skewed and touches "
+            "fewer experts, so the MoE mistake is at least this large.",
+        ),
     ]
     return answer
 
@@ -108,14 +150,40 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="measure-mbu",
     title="How would you measure MBU on a running server? What do you time, what do you count, and which numbers "
-          "make the result wrong?",
+    "make the result wrong?",
     source="Seed 004, question 8",
     level="Senior",
     kind="measurement",
-    defaults={"model": "llama3-70b", "gpu": "h100", "dtype": "bf16", "tp": 4, "batch": 16, "context": 4096,
-              "prompt": 1024, "output": 512, "measured_step_time": "20 ms",
-              "moe_model": "mixtral-8x7b", "moe_tp": 2, "moe_batch": 2, "moe_step_time": "12 ms"},
-    changeable=("model", "gpu", "dtype", "kv_dtype", "tp", "batch", "context", "prompt", "output",
-                "measured_step_time", "moe_model", "moe_tp", "moe_batch", "moe_step_time"),
+    defaults={
+        "model": "llama3-70b",
+        "gpu": "h100",
+        "dtype": "bf16",
+        "tp": 4,
+        "batch": 16,
+        "context": 4096,
+        "prompt": 1024,
+        "output": 512,
+        "measured_step_time": "20 ms",
+        "moe_model": "mixtral-8x7b",
+        "moe_tp": 2,
+        "moe_batch": 2,
+        "moe_step_time": "12 ms",
+    },
+    changeable=(
+        "model",
+        "gpu",
+        "dtype",
+        "kv_dtype",
+        "tp",
+        "batch",
+        "context",
+        "prompt",
+        "output",
+        "measured_step_time",
+        "moe_model",
+        "moe_tp",
+        "moe_batch",
+        "moe_step_time",
+    ),
     build=build,
 )

@@ -27,8 +27,14 @@ def _draw_experts(sheet, setup, stem):  # type: ignore[no-untyped-def]
     batches = _batches(sheet)
     touched = over(moe.E_t.symbol, sym.B, sheet.values, model_library(setup.model))(batches)
     cfg = setup.model.config
-    figures.experts_against_batch(stem, batches, touched, cfg.experts, cfg.experts_per_token,
-                                  f"{setup.model.title}: routed experts one decode step touches")
+    figures.experts_against_batch(
+        stem,
+        batches,
+        touched,
+        cfg.experts,
+        cfg.experts_per_token,
+        f"{setup.model.title}: routed experts one decode step touches",
+    )
 
 
 def _draw_params(sheet, setup, stem):  # type: ignore[no-untyped-def]
@@ -37,13 +43,29 @@ def _draw_params(sheet, setup, stem):  # type: ignore[no-untyped-def]
     plt = figures.pyplot()
     fig, ax = plt.subplots()
     ax.semilogx(batches, read / 1e9, color="C0", lw=1.5, label="parameters read per step (expected)")
-    ax.axhline(float(sheet.values[sym.N]) / 1e9, color="C3", ls="--", lw=1,
-               label=f"all parameters: {format_quantity(sheet.values[sym.N], 'parameter')}")
-    ax.axhline(float(sheet.values[sym.N_act]) / 1e9, color="C2", ls=":", lw=1,
-               label=f"active per token: {format_quantity(sheet.values[sym.N_act], 'parameter')}")
+    ax.axhline(
+        float(sheet.values[sym.N]) / 1e9,
+        color="C3",
+        ls="--",
+        lw=1,
+        label=f"all parameters: {format_quantity(sheet.values[sym.N], 'parameter')}",
+    )
+    ax.axhline(
+        float(sheet.values[sym.N_act]) / 1e9,
+        color="C2",
+        ls=":",
+        lw=1,
+        label=f"active per token: {format_quantity(sheet.values[sym.N_act], 'parameter')}",
+    )
     at = float(sheet.values[sym.B])
-    ax.plot([at], [float(sheet.values[moe.N_read]) / 1e9], "o", color="C1", ms=6,
-            label=f"batch {at:,.0f}: {format_quantity(sheet.values[moe.N_read], 'parameter')}")
+    ax.plot(
+        [at],
+        [float(sheet.values[moe.N_read]) / 1e9],
+        "o",
+        color="C1",
+        ms=6,
+        label=f"batch {at:,.0f}: {format_quantity(sheet.values[moe.N_read], 'parameter')}",
+    )
     ax.set_xlabel("tokens in the decode step (batch)")
     ax.set_ylabel("parameters (billions)")
     ax.set_title(f"{setup.model.title}: what one decode step reads", fontsize=10)
@@ -67,9 +89,13 @@ def build(inputs: Inputs) -> Answer:
         "x": answer.headline("read_vs_active", r["read_vs_active"].value, ""),
         "all": answer.headline("read_vs_total", r["read_vs_total"].value, ""),
         "act": answer.headline("active_fraction", r["active_fraction"].value, ""),
-        "active": Quantity(v[sym.N_act], "parameter"), "total": Quantity(v[sym.N], "parameter"),
-        "batch": Quantity(v[sym.B], "sequence"), "experts": Quantity(v[sym.E], ""), "k": Quantity(v[sym.k_e], ""),
-        "fixed": Quantity(v[moe.N_fix], "parameter"), "model": Quantity(setup.model.title),
+        "active": Quantity(v[sym.N_act], "parameter"),
+        "total": Quantity(v[sym.N], "parameter"),
+        "batch": Quantity(v[sym.B], "sequence"),
+        "experts": Quantity(v[sym.E], ""),
+        "k": Quantity(v[sym.k_e], ""),
+        "fixed": Quantity(v[moe.N_fix], "parameter"),
+        "model": Quantity(setup.model.title),
         "dtype": Quantity(setup.dtype),
     }
     answer.summary = Prose(
@@ -81,31 +107,67 @@ def build(inputs: Inputs) -> Answer:
         "still multiplies through only {act} of the parameters.",
         q,
     )
-    answer.sections.append(Section(
-        "Experts touched and weights read", sheet,
-        intro=(Prose("text", "Routing first, then the weights: the {fixed} outside the routed experts are read every "
-                             "step, and each touched expert once however many tokens it serves.", q),),
-    ))
-    answer.figures.append(Figure("experts", "Routed experts one decode step touches per MoE layer against the "
-                                 "batch: top-k at batch 1, nearly all experts a few dozen tokens later.",
-                                 partial(_draw_experts, sheet, setup)))
-    answer.figures.append(Figure("params-read", "Parameters one decode step reads against the batch: the active "
-                                 "count at batch 1, approaching the whole model as the batch grows.",
-                                 partial(_draw_params, sheet, setup)))
+    answer.sections.append(
+        Section(
+            "Experts touched and weights read",
+            sheet,
+            intro=(
+                Prose(
+                    "text",
+                    "Routing first, then the weights: the {fixed} outside the routed experts are read every "
+                    "step, and each touched expert once however many tokens it serves.",
+                    q,
+                ),
+            ),
+        )
+    )
+    answer.figures.append(
+        Figure(
+            "experts",
+            "Routed experts one decode step touches per MoE layer against the "
+            "batch: top-k at batch 1, nearly all experts a few dozen tokens later.",
+            partial(_draw_experts, sheet, setup),
+        )
+    )
+    answer.figures.append(
+        Figure(
+            "params-read",
+            "Parameters one decode step reads against the batch: the active "
+            "count at batch 1, approaching the whole model as the batch grows.",
+            partial(_draw_params, sheet, setup),
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "Active parameters price a token's FLOPs, not a step's bytes: at {batch} the step "
-                          "streams {x} times the active count, close to a dense model of the full size.", q),
-        Prose("takeaway", "So the MoE cost advantage comes from compute: at large batch, where a dense model of "
-                          "the same size would be compute-bound, the MoE does {act} of its FLOPs per token; at batch "
-                          "1 it also reads only the active weights.", q),
-        Prose("takeaway", "Expert parallelism spreads the touched experts over many accelerators, so each one reads "
-                          "its own experts' share; that is how large MoE deployments keep the step short."),
+        Prose(
+            "takeaway",
+            "Active parameters price a token's FLOPs, not a step's bytes: at {batch} the step "
+            "streams {x} times the active count, close to a dense model of the full size.",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "So the MoE cost advantage comes from compute: at large batch, where a dense model of "
+            "the same size would be compute-bound, the MoE does {act} of its FLOPs per token; at batch "
+            "1 it also reads only the active weights.",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "Expert parallelism spreads the touched experts over many accelerators, so each one reads "
+            "its own experts' share; that is how large MoE deployments keep the step short.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "Uniform, independent routing touches the most experts; real routers are skewed and "
-                        "correlated within a step, so a step reads somewhat fewer."),
-        Prose("caveat", "The KV cache (a compact MLA latent here) and the multi-token-prediction module are left "
-                        "out of the bytes; both add to each step's reads."),
+        Prose(
+            "caveat",
+            "Uniform, independent routing touches the most experts; real routers are skewed and "
+            "correlated within a step, so a step reads somewhat fewer.",
+        ),
+        Prose(
+            "caveat",
+            "The KV cache (a compact MLA latent here) and the multi-token-prediction module are left "
+            "out of the bytes; both add to each step's reads.",
+        ),
     ]
     return answer
 
@@ -113,7 +175,7 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="moe-experts-read",
     title="DeepSeek V3 has 671B parameters but only 37B active. Why does a decode step at batch 64 read far more "
-          "than 37B?",
+    "than 37B?",
     source="Seed 004, question 7",
     level="Senior",
     kind="explanation",

@@ -13,7 +13,6 @@ from derive.derivations.costs import predict
 from derive.errors import DeriveError
 from derive.sheet import Prose, Quantity, Section, Work
 from derive.units import format_quantity, parse_quantity
-from formulas import notation as sym
 from formulas import prefill as pf
 from formulas import step_budget as sb
 
@@ -27,8 +26,16 @@ def measurements() -> list[dict]:  # type: ignore[type-arg]
 
 def held_against(entry: dict, inputs: Inputs):  # type: ignore[no-untyped-def,type-arg]
     """The predictor's sheet for one measurement, with the measured value and the implied efficiency."""
-    setup = inputs.setup(model=entry["model"], gpu=entry["gpu"], dtype=entry["dtype"], kv_dtype=None,
-                         tp=entry["count"], batch=entry["batch"], prompt=entry["prompt"], output=entry["output"])
+    setup = inputs.setup(
+        model=entry["model"],
+        gpu=entry["gpu"],
+        dtype=entry["dtype"],
+        kv_dtype=None,
+        tp=entry["count"],
+        batch=entry["batch"],
+        prompt=entry["prompt"],
+        output=entry["output"],
+    )
     sheet = predict(setup)
     work = Work(sheet, model_library(setup.model))
     kind = entry["kind"]
@@ -44,32 +51,44 @@ def held_against(entry: dict, inputs: Inputs):  # type: ignore[no-untyped-def,ty
         work.compute(sb.static_batch_output_throughput_per_gpu, "predicted")
         eta = work.compute(sb.throughput_efficiency, "efficiency")
     else:
-        work.given(sb.T_m, parse_quantity(entry["value"], "second", f"measured.toml {entry['id']}"),
-                   f"published ({entry['source']})")
+        work.given(
+            sb.T_m,
+            parse_quantity(entry["value"], "second", f"measured.toml {entry['id']}"),
+            f"published ({entry['source']})",
+        )
         formula = sb.ttft_efficiency if kind == "ttft" else sb.e2e_efficiency
-        work.result("predicted", pf.ttft if kind == "ttft" else pf.e2e,
-                    sheet.values[pf.ttft if kind == "ttft" else pf.e2e])
+        work.result(
+            "predicted", pf.ttft if kind == "ttft" else pf.e2e, sheet.values[pf.ttft if kind == "ttft" else pf.e2e]
+        )
         eta = work.compute(formula, "efficiency")
     if eta > 1:
-        raise DeriveError(f"measurement {entry['id']} beats the roofline bound ({float(eta):.2f} of it)",
-                          "The comparison is wrong: check the dtype, per-GPU against whole-system and prefill time")
-    work.note(f"{entry['id']}: {entry['metric']}, {entry['parallelism']}, {entry['precision']}; "
-              f"the measurement reaches {format_quantity(eta * 100, '')} % of the roofline bound")
+        raise DeriveError(
+            f"measurement {entry['id']} beats the roofline bound ({float(eta):.2f} of it)",
+            "The comparison is wrong: check the dtype, per-GPU against whole-system and prefill time",
+        )
+    work.note(
+        f"{entry['id']}: {entry['metric']}, {entry['parallelism']}, {entry['precision']}; "
+        f"the measurement reaches {format_quantity(eta * 100, '')} % of the roofline bound"
+    )
     if entry.get("notes"):
         work.note(f"source note: {entry['notes']}")
     return setup, sheet, eta
 
 
 def _title(entry, setup) -> str:  # type: ignore[no-untyped-def]
-    return (f"{entry['id']}: {setup.model.title}, {entry['count']} x {setup.gpu.name}, {entry['dtype']}, "
-            f"batch {entry['batch']}, {entry['prompt']} in / {entry['output']} out, {entry['metric']}")
+    return (
+        f"{entry['id']}: {setup.model.title}, {entry['count']} x {setup.gpu.name}, {entry['dtype']}, "
+        f"batch {entry['batch']}, {entry['prompt']} in / {entry['output']} out, {entry['metric']}"
+    )
 
 
 def _quantities(sheet, eta):  # type: ignore[no-untyped-def]
     measured_unit = "token/second" if sb.R_m in sheet.values else "second"
-    return {"measured": Quantity(sheet.values.get(sb.R_m, sheet.values.get(sb.T_m)), measured_unit),
-            "predicted": Quantity(sheet.results["predicted"].value, sheet.results["predicted"].unit),
-            "eta": Quantity(eta * 100)}
+    return {
+        "measured": Quantity(sheet.values.get(sb.R_m, sheet.values.get(sb.T_m)), measured_unit),
+        "predicted": Quantity(sheet.results["predicted"].value, sheet.results["predicted"].unit),
+        "eta": Quantity(eta * 100),
+    }
 
 
 def build(inputs: Inputs) -> Answer:
@@ -81,16 +100,27 @@ def build(inputs: Inputs) -> Answer:
         rows.append((entry, setup, sheet, eta))
         answer.headline(f"{entry['id']}_efficiency", eta)
         answer.headline(f"{entry['id']}_predicted", sheet.results["predicted"].value, sheet.results["predicted"].unit)
-        lines.append(Prose("text", f"{_title(entry, setup)}: measured {{measured}}, the roofline bound {{predicted}}, "
-                                   "efficiency {eta} %.", _quantities(sheet, eta)))
+        lines.append(
+            Prose(
+                "text",
+                f"{_title(entry, setup)}: measured {{measured}}, the roofline bound {{predicted}}, "
+                "efficiency {eta} %.",
+                _quantities(sheet, eta),
+            )
+        )
     # Every measurement in one list; the derivation worked in full for one throughput and one latency figure.
-    worked = [next(row for row in rows if row[0]["kind"].startswith("output")),
-              next(row for row in rows if not row[0]["kind"].startswith("output"))]
-    for i, (entry, setup, sheet, eta) in enumerate(worked):
-        answer.sections.append(Section(
-            "Every measurement against its bound" if i == 0 else f"Worked: {_title(entry, setup)}", sheet,
-            intro=(tuple(lines) + (Prose("text", f"Worked below: {_title(entry, setup)}."),)) if i == 0 else (),
-        ))
+    worked = [
+        next(row for row in rows if row[0]["kind"].startswith("output")),
+        next(row for row in rows if not row[0]["kind"].startswith("output")),
+    ]
+    for i, (entry, setup, sheet, _eta) in enumerate(worked):
+        answer.sections.append(
+            Section(
+                "Every measurement against its bound" if i == 0 else f"Worked: {_title(entry, setup)}",
+                sheet,
+                intro=(tuple(lines) + (Prose("text", f"Worked below: {_title(entry, setup)}."),)) if i == 0 else (),
+            )
+        )
     etas = [eta for *_, eta in rows]
     best = max(rows, key=lambda row: row[3])
     worst = min(rows, key=lambda row: row[3])
@@ -98,8 +128,10 @@ def build(inputs: Inputs) -> Answer:
     latency = [eta for entry, *_, eta in rows if not entry["kind"].startswith("output")]
     q = {
         "count": Quantity(len(rows)),
-        "best": Quantity(max(etas) * 100), "best_id": Quantity(best[0]["id"]),
-        "worst": Quantity(min(etas) * 100), "worst_id": Quantity(worst[0]["id"]),
+        "best": Quantity(max(etas) * 100),
+        "best_id": Quantity(best[0]["id"]),
+        "worst": Quantity(min(etas) * 100),
+        "worst_id": Quantity(worst[0]["id"]),
         "thr_mean": Quantity(sum(throughput, sympy.Integer(0)) / len(throughput) * 100),
         "lat_mean": Quantity(sum(latency, sympy.Integer(0)) / len(latency) * 100),
     }
@@ -116,25 +148,43 @@ def build(inputs: Inputs) -> Answer:
         q,
     )
     answer.takeaways += [
-        Prose("takeaway", "Wrong comparisons first: an FP8 run against a 16-bit prediction, a whole-system figure "
-                          "against a per-GPU one, or a static batch's output throughput without its prompt pass "
-                          "each makes a measurement 'beat' the floor; the sheets here state all three."),
-        Prose("takeaway", "The lowest efficiency, {worst} % ({worst_id}), is the first to re-check: a figure far "
-                          "below the rest more often means the comparison (per GPU or per system, the precision) "
-                          "than the server.", q),
-        Prose("takeaway", "Where the model is wrong: small-message all-reduces and kernel launch gaps at small "
-                          "batch; attention kernels and paged KV below "
-                          "peak at long context; continuous batching mixing prefill into decode steps; MoE expert "
-                          "coverage; dequantisation cost of weight-only quantisation."),
-        Prose("takeaway", "How to catch each one before a capacity plan rests on it: calibrate one efficiency per "
-                          "regime (small-batch decode, large-batch decode, prefill) on the target stack, and "
-                          "re-measure when model, precision, TP degree or context moves out of the calibrated range."),
+        Prose(
+            "takeaway",
+            "Wrong comparisons first: an FP8 run against a 16-bit prediction, a whole-system figure "
+            "against a per-GPU one, or a static batch's output throughput without its prompt pass "
+            "each makes a measurement 'beat' the floor; the sheets here state all three.",
+        ),
+        Prose(
+            "takeaway",
+            "The lowest efficiency, {worst} % ({worst_id}), is the first to re-check: a figure far "
+            "below the rest more often means the comparison (per GPU or per system, the precision) "
+            "than the server.",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "Where the model is wrong: small-message all-reduces and kernel launch gaps at small "
+            "batch; attention kernels and paged KV below "
+            "peak at long context; continuous batching mixing prefill into decode steps; MoE expert "
+            "coverage; dequantisation cost of weight-only quantisation.",
+        ),
+        Prose(
+            "takeaway",
+            "How to catch each one before a capacity plan rests on it: calibrate one efficiency per "
+            "regime (small-batch decode, large-batch decode, prefill) on the target stack, and "
+            "re-measure when model, precision, TP degree or context moves out of the calibrated range.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "Datasheet peaks, ideal tensor parallelism and no communication: the predictor is a floor "
-                        "on time and a ceiling on throughput, never an estimate of either."),
-        Prose("caveat", "Where a source does not state the precision, the prediction uses bf16; an FP8 run would "
-                        "lower the floor."),
+        Prose(
+            "caveat",
+            "Datasheet peaks, ideal tensor parallelism and no communication: the predictor is a floor "
+            "on time and a ceiling on throughput, never an estimate of either.",
+        ),
+        Prose(
+            "caveat",
+            "Where a source does not state the precision, the prediction uses bf16; an FP8 run would lower the floor.",
+        ),
     ]
     return answer
 
@@ -142,7 +192,7 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="predictor-vs-measured",
     title="Design a roofline-based performance model that predicts TTFT and TPOT for any model, GPU and batch. "
-          "Where will it be wrong?",
+    "Where will it be wrong?",
     source="Seed 004, question 15",
     level="Senior",
     kind="comparison",

@@ -26,8 +26,14 @@ def _draw(crossing, predict, setup, stem):  # type: ignore[no-untyped-def]
     ax.loglog(prompts, memory * 1e3, color="C0", lw=1.5, label="memory: read the weights, write the prompt's KV")
     ax.loglog(prompts, compute * 1e3, color="C3", lw=1.5, label="compute: the prompt's FLOPs at peak")
     ax.axvline(float(at), color="grey", ls=":", lw=1, label=f"crossover {format_quantity(at, 'token')}")
-    ax.axvline(setup.prompt, color="C1", ls="-.", lw=1,
-               label=f"{format_quantity(setup.prompt, 'token')}: TTFT {format_quantity(predict.results['ttft'].value, 'second')}")
+    ax.axvline(
+        setup.prompt,
+        color="C1",
+        ls="-.",
+        lw=1,
+        label=f"{format_quantity(setup.prompt, 'token')}: TTFT "
+        f"{format_quantity(predict.results['ttft'].value, 'second')}",
+    )
     ax.set_xlabel("prompt length (tokens)")
     ax.set_ylabel("prefill time (ms)")
     ax.set_title(f"Prefill of {setup.model.title} on {predict.values[sym.n]} x {setup.gpu.name}", fontsize=10)
@@ -48,46 +54,96 @@ def build(inputs: Inputs) -> Answer:
         "t_pm": answer.headline("prefill_memory_time", pv[pf.t_pm], "second"),
         "t_pc": answer.headline("prefill_compute_time", pv[pf.t_pc], "second"),
         "tpot": answer.headline("tpot", p["tpot"].value, "second"),
-        "prompt": Quantity(pv[pf.S_p], "token"), "n": Quantity(pv[sym.n], ""), "gpu": Quantity(setup.gpu.name),
-        "model": Quantity(setup.model.title), "b_w": Quantity(pv[sym.b_w], "byte/parameter"),
+        "prompt": Quantity(pv[pf.S_p], "token"),
+        "n": Quantity(pv[sym.n], ""),
+        "gpu": Quantity(setup.gpu.name),
+        "model": Quantity(setup.model.title),
+        "b_w": Quantity(pv[sym.b_w], "byte/parameter"),
     }
     answer.summary = Prose(
         "summary",
         "Prefill and decode read the same weights, but a prompt pass multiplies every weight by every prompt token, "
         "two FLOPs per token for each weight read once, so its intensity grows with the prompt while decode's stays "
-        "fixed. It meets the ridge of {ridge} at {s_pc}: past that the pass waits on the tensor cores. A prompt of {prompt} "
+        "fixed. It meets the ridge of {ridge} at {s_pc}: past that the pass waits on the tensor "
+        "cores. A prompt of {prompt} "
         "on {model} over {n} x {gpu} therefore takes a TTFT of {ttft} of compute, against {t_pm} to read "
         "the weights and write the cache.",
         q,
     )
-    answer.sections.append(Section(
-        "Where prefill turns compute-bound", crossing,
-        intro=(Prose("text", "Solve the prompt pass's memory time equal to its compute time for the prompt length. "
-                             "Tensor parallelism divides both alike, so one accelerator is enough.", q),),
-    ))
-    answer.sections.append(Section(
-        "TTFT of the prompt", predict,
-        intro=(Prose("text", "The prompt pass is the roofline of its two times; decode steps follow at the mean "
-                             "context.", q),),
-        outro=(Prose("text", "Compute time {t_pc} against memory time {t_pm}: the pass is compute-bound, and each "
-                             "decode step after it takes {tpot}, bound by the same weight reads.", q),),
-    ))
-    answer.figures.append(Figure("prefill-times", "Prefill time against prompt length: the memory time is nearly "
-                                 "flat (the weights dominate), the compute time grows with the prompt and crosses "
-                                 "it at the crossover.", partial(_draw, crossing, predict, setup)))
+    answer.sections.append(
+        Section(
+            "Where prefill turns compute-bound",
+            crossing,
+            intro=(
+                Prose(
+                    "text",
+                    "Solve the prompt pass's memory time equal to its compute time for the prompt length. "
+                    "Tensor parallelism divides both alike, so one accelerator is enough.",
+                    q,
+                ),
+            ),
+        )
+    )
+    answer.sections.append(
+        Section(
+            "TTFT of the prompt",
+            predict,
+            intro=(
+                Prose(
+                    "text",
+                    "The prompt pass is the roofline of its two times; decode steps follow at the mean context.",
+                    q,
+                ),
+            ),
+            outro=(
+                Prose(
+                    "text",
+                    "Compute time {t_pc} against memory time {t_pm}: the pass is compute-bound, and each "
+                    "decode step after it takes {tpot}, bound by the same weight reads.",
+                    q,
+                ),
+            ),
+        )
+    )
+    answer.figures.append(
+        Figure(
+            "prefill-times",
+            "Prefill time against prompt length: the memory time is nearly "
+            "flat (the weights dominate), the compute time grows with the prompt and crosses "
+            "it at the crossover.",
+            partial(_draw, crossing, predict, setup),
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "The crossover is about the ridge point times the bytes per weight over two FLOPs: with "
-                          "{b_w} weights a prompt needs roughly as many tokens as the ridge has FLOPs per byte ({ridge}).", q),
-        Prose("takeaway", "TTFT past the crossover is FLOPs over peak: fp8 tensor cores, more accelerators or prefix "
-                          "caching shorten it; more bandwidth does not.", q),
-        Prose("takeaway", "Chunked prefill at or above the crossover keeps each chunk compute-bound while letting "
-                          "decode steps share the GPU."),
+        Prose(
+            "takeaway",
+            "The crossover is about the ridge point times the bytes per weight over two FLOPs: with "
+            "{b_w} weights a prompt needs roughly as many tokens as the ridge has FLOPs per byte ({ridge}).",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "TTFT past the crossover is FLOPs over peak: fp8 tensor cores, more accelerators or prefix "
+            "caching shorten it; more bandwidth does not.",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "Chunked prefill at or above the crossover keeps each chunk compute-bound while letting "
+            "decode steps share the GPU.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "Peak FLOP/s is a ceiling: real prefill GEMMs and attention kernels reach a fraction of it, "
-                      "so the measured TTFT is longer; pass efficiencies through the predict formulas to model it."),
-        Prose("caveat", "Tensor-parallel all-reduces of the prompt's activations (megabytes per layer) and the "
-                        "attention kernel's own efficiency are not counted."),
+        Prose(
+            "caveat",
+            "Peak FLOP/s is a ceiling: real prefill GEMMs and attention kernels reach a fraction of it, "
+            "so the measured TTFT is longer; pass efficiencies through the predict formulas to model it.",
+        ),
+        Prose(
+            "caveat",
+            "Tensor-parallel all-reduces of the prompt's activations (megabytes per layer) and the "
+            "attention kernel's own efficiency are not counted.",
+        ),
     ]
     return answer
 
@@ -95,7 +151,7 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="prefill-crossover",
     title="Why does prefill turn compute-bound after a few hundred tokens on an H100, and how long does a "
-          "4K-token prompt take on a 70B model?",
+    "4K-token prompt take on a 70B model?",
     source="Seed 004, question 3",
     level="Senior",
     kind="crossover",

@@ -61,25 +61,48 @@ def build(inputs: Inputs) -> Answer:
         "(FLOP/s), then time each phase and place it on the roofline. Here the datasheet ceilings of the {gpu} "
         "({bandwidth}, {peak}) stand in: a batch-1 decode step must move {step_bytes}, at least {decode_time}, at "
         "{decode_i_n} FLOPs per byte, far left of the ridge at {ridge}; a prefill of {prompt} sits at {prefill_i}, "
-        + ("right of it, where its FLOPs ({prefill_comp}) outlast its reads ({prefill_mem})."
-           if p["prefill_compute_time"].value > p["prefill_memory_time"].value else
-           "yet its reads ({prefill_mem}) still outlast its FLOPs ({prefill_comp}): a longer prompt is needed."),
+        + (
+            "right of it, where its FLOPs ({prefill_comp}) outlast its reads ({prefill_mem})."
+            if p["prefill_compute_time"].value > p["prefill_memory_time"].value
+            else "yet its reads ({prefill_mem}) still outlast its FLOPs ({prefill_comp}): a longer prompt is needed."
+        ),
         q,
     )
     answer.sections += [
-        Section("The two ceilings and the decode step", step,
-                intro=(Prose("text", "The copy ceiling is the bandwidth BW, the matmul ceiling the peak P; their ratio "
-                                     "is the ridge. Measured on the machine (a large memcpy, a large GEMM: "
-                                     "`derive measure`), they replace the datasheet figures, as in the last section; "
-                                     "here the datasheet's stand in."),),
-                outro=(Prose("text", "To show decode is bandwidth-bound: time a decode step, divide {step_bytes} by "
-                                     "it, and compare the achieved bytes per second with the copy ceiling; it should "
-                                     "be a large fraction of it, while the FLOP/s achieved is a tiny fraction of P.",
-                             q),)),
-        Section("The prefill pass", prompt_pass,
-                intro=(Prose("text", "To show prefill is compute-bound: time the prompt pass and divide its FLOPs by "
-                                     "the time; it should approach the matmul ceiling, while its bytes per second "
-                                     "stay well below the copy ceiling."),)),
+        Section(
+            "The two ceilings and the decode step",
+            step,
+            intro=(
+                Prose(
+                    "text",
+                    "The copy ceiling is the bandwidth BW, the matmul ceiling the peak P; their ratio "
+                    "is the ridge. Measured on the machine (a large memcpy, a large GEMM: "
+                    "`derive measure`), they replace the datasheet figures, as in the last section; "
+                    "here the datasheet's stand in.",
+                ),
+            ),
+            outro=(
+                Prose(
+                    "text",
+                    "To show decode is bandwidth-bound: time a decode step, divide {step_bytes} by "
+                    "it, and compare the achieved bytes per second with the copy ceiling; it should "
+                    "be a large fraction of it, while the FLOP/s achieved is a tiny fraction of P.",
+                    q,
+                ),
+            ),
+        ),
+        Section(
+            "The prefill pass",
+            prompt_pass,
+            intro=(
+                Prose(
+                    "text",
+                    "To show prefill is compute-bound: time the prompt pass and divide its FLOPs by "
+                    "the time; it should approach the matmul ceiling, while its bytes per second "
+                    "stay well below the copy ceiling.",
+                ),
+            ),
+        ),
         Section("Prefill on the roofline", prefill_point),
     ]
     recorded = measurement(inputs.get("measure") or False)
@@ -91,27 +114,48 @@ def build(inputs: Inputs) -> Answer:
     answer.headline("measured_decode_bandwidth_fraction", decode_measured["bandwidth_fraction"])
     answer.headline("measured_prefill_flops_fraction", prefill_measured["flops_fraction"])
     answer.figures.append(measured_figure(recorded))
-    answer.summary = Prose("summary", answer.summary.text + " Measured here ({machine}), a batch-1 decode step ran "
-                           "at {decode_fraction} % of the copy ceiling and a {prompt} prefill at {prefill_fraction} % "
-                           "of the matmul ceiling: the numbers themselves put each on its side of the ridge.",
-                           {**answer.summary.quantities, "machine": Quantity(described(recorded)),
-                            "decode_fraction": Quantity(sympy.Float(decode_measured["bandwidth_fraction"] * 100, 3)),
-                            "prefill_fraction": Quantity(sympy.Float(prefill_measured["flops_fraction"] * 100, 3))})
-    answer.figures.append(roofline_figure(
-        setup, [("decode, batch 1", step), (f"prefill, {setup.prompt:,} tokens", prefill_point)],
-        "The roofline from the two ceilings, with a batch-1 decode step and the prefill pass placed at their "
-        "intensities."))
+    answer.summary = Prose(
+        "summary",
+        answer.summary.text + " Measured here ({machine}), a batch-1 decode step ran "
+        "at {decode_fraction} % of the copy ceiling and a {prompt} prefill at {prefill_fraction} % "
+        "of the matmul ceiling: the numbers themselves put each on its side of the ridge.",
+        {
+            **answer.summary.quantities,
+            "machine": Quantity(described(recorded)),
+            "decode_fraction": Quantity(sympy.Float(decode_measured["bandwidth_fraction"] * 100, 3)),
+            "prefill_fraction": Quantity(sympy.Float(prefill_measured["flops_fraction"] * 100, 3)),
+        },
+    )
+    answer.figures.append(
+        roofline_figure(
+            setup,
+            [("decode, batch 1", step), (f"prefill, {setup.prompt:,} tokens", prefill_point)],
+            "The roofline from the two ceilings, with a batch-1 decode step and the prefill pass placed at their "
+            "intensities.",
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "For decode, more bandwidth or fewer bytes helps; more FLOP/s does not. For prefill, "
-                          "the reverse."),
-        Prose("takeaway", "A measured point below its roof says how much is lost to overheads, not which roof "
-                          "binds: the side of the ridge decides that."),
+        Prose(
+            "takeaway",
+            "For decode, more bandwidth or fewer bytes helps; more FLOP/s does not. For prefill, the reverse.",
+        ),
+        Prose(
+            "takeaway",
+            "A measured point below its roof says how much is lost to overheads, not which roof "
+            "binds: the side of the ridge decides that.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "Datasheet ceilings are upper bounds: a copy benchmark typically reaches less than the "
-                        "datasheet bandwidth, and a GEMM less than peak, so measured ceilings move the ridge."),
-        Prose("caveat", "Short prompts sit near the ridge: with few tokens prefill reads about as long as it "
-                        "computes, and launch overheads can hide both."),
+        Prose(
+            "caveat",
+            "Datasheet ceilings are upper bounds: a copy benchmark typically reaches less than the "
+            "datasheet bandwidth, and a GEMM less than peak, so measured ceilings move the ridge.",
+        ),
+        Prose(
+            "caveat",
+            "Short prompts sit near the ridge: with few tokens prefill reads about as long as it "
+            "computes, and launch overheads can hide both.",
+        ),
     ]
     return answer
 
@@ -122,8 +166,15 @@ QUESTION = Question(
     source="Seed 000, question 2",
     level="Mid-level",
     kind="measurement",
-    defaults={"model": "gpt2", "gpu": "h100", "dtype": "fp32", "kv_dtype": "fp32", "context": 128, "prompt": 960,
-              "measure": False},
+    defaults={
+        "model": "gpt2",
+        "gpu": "h100",
+        "dtype": "fp32",
+        "kv_dtype": "fp32",
+        "context": 128,
+        "prompt": 960,
+        "measure": False,
+    },
     changeable=("model", "gpu", "dtype", "kv_dtype", "context", "prompt", "peak_flops", "measure"),
     build=build,
 )

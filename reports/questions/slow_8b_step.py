@@ -29,8 +29,12 @@ def build(inputs: Inputs) -> Answer:
     work = start("slow step", f"Why a {setup.model.title} decode step at batch {setup.batch} is slow", setup)
     step_floor(work, setup)
     work.heading("The measured step")
-    work.given(u.t_meas, assumed(inputs, "measured_step_time", "second"), "measured (--set measured_step_time=...)",
-               inline=True)
+    work.given(
+        u.t_meas,
+        assumed(inputs, "measured_step_time", "second"),
+        "measured (--set measured_step_time=...)",
+        inline=True,
+    )
     work.compute(u.mbu, "mbu")
     buckets(work, setup, inputs, allreduce=work.values[sym.n] > 1)
     sheet = work.sheet
@@ -59,33 +63,64 @@ def build(inputs: Inputs) -> Answer:
         "That leaves {rest} unattributed.",
         q,
     )
-    answer.sections.append(Section(
-        "Floor, measured step and the three causes", sheet,
-        intro=(Prose("text", "Each cause is a formula of one assumption (marked 'assumed'; change it with --set), "
-                             "so the milliseconds move with what the trace shows."),),
-    ))
-    answer.figures.append(Figure(
-        "budget", "The measured step split into the bandwidth floor and the three causes, in the order a trace "
-                  "shows them (milliseconds).",
-        partial(draw_budget, sheet, ROWS, f"{setup.model.title}, 1 x {setup.gpu.name}, batch {setup.batch}"),
-    ))
+    answer.sections.append(
+        Section(
+            "Floor, measured step and the three causes",
+            sheet,
+            intro=(
+                Prose(
+                    "text",
+                    "Each cause is a formula of one assumption (marked 'assumed'; change it with --set), "
+                    "so the milliseconds move with what the trace shows.",
+                ),
+            ),
+        )
+    )
+    answer.figures.append(
+        Figure(
+            "budget",
+            "The measured step split into the bandwidth floor and the three causes, in the order a trace "
+            "shows them (milliseconds).",
+            partial(draw_budget, sheet, ROWS, f"{setup.model.title}, 1 x {setup.gpu.name}, batch {setup.batch}"),
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "Cause 1 shows as white space between kernels on the GPU stream: an eager runtime issues "
-                          "each kernel from Python; CUDA graphs and fused kernels (one norm, one rotary, one gated "
-                          "MLP activation) remove most of the {launch}.", q),
-        Prose("takeaway", "Cause 2 shows as a gap between the last kernel of one step and the first of the next: "
-                          "sampling on the host, a device-to-host copy of the logits, the scheduler; overlapping it "
-                          "with the next step hides the {host}.", q),
-        Prose("takeaway", "Cause 3 needs the kernel durations: sum the GEMV times and divide the step's bytes by "
-                          "them; below peak by the assumed fraction costs {bw}. Check the dtype first: weights "
-                          "loaded in fp32 double the floor itself.", q),
+        Prose(
+            "takeaway",
+            "Cause 1 shows as white space between kernels on the GPU stream: an eager runtime issues "
+            "each kernel from Python; CUDA graphs and fused kernels (one norm, one rotary, one gated "
+            "MLP activation) remove most of the {launch}.",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "Cause 2 shows as a gap between the last kernel of one step and the first of the next: "
+            "sampling on the host, a device-to-host copy of the logits, the scheduler; overlapping it "
+            "with the next step hides the {host}.",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "Cause 3 needs the kernel durations: sum the GEMV times and divide the step's bytes by "
+            "them; below peak by the assumed fraction costs {bw}. Check the dtype first: weights "
+            "loaded in fp32 double the floor itself.",
+            q,
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "The three sizes rest on assumptions (kernels per layer, gap per kernel, host time, achieved "
-                        "bandwidth) typical of an eager PyTorch server, not on this trace; the unattributed "
-                        "{rest} is what they miss or overcount.", q),
-        Prose("caveat", "The floor assumes the weights in the stated dtype and one accelerator: a second GPU adds "
-                        "all-reduces ({allreduce} here), a quantised checkpoint lowers the floor.", q),
+        Prose(
+            "caveat",
+            "The three sizes rest on assumptions (kernels per layer, gap per kernel, host time, achieved "
+            "bandwidth) typical of an eager PyTorch server, not on this trace; the unattributed "
+            "{rest} is what they miss or overcount.",
+            q,
+        ),
+        Prose(
+            "caveat",
+            "The floor assumes the weights in the stated dtype and one accelerator: a second GPU adds "
+            "all-reduces ({allreduce} here), a quantised checkpoint lowers the floor.",
+            q,
+        ),
     ]
     return answer
 
@@ -93,14 +128,38 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="slow-8b-step",
     title="An 8B model at batch 1 on an H100 should take 4.8 ms per step but takes 12 ms. "
-          "Name the three likeliest causes, with numbers.",
+    "Name the three likeliest causes, with numbers.",
     source="Seed 004, question 13",
     level="Senior",
     kind="diagnosis",
-    defaults={"model": "llama3-8b", "gpu": "h100", "dtype": "bf16", "tp": 1, "batch": 1, "context": 2048,
-              "measured_step_time": "12 ms", "kernels_per_layer": 30, "kernel_gap": "5 us",
-              "achieved_bandwidth": "0.8", "host_time": "1 ms", "allreduce_latency": "10 us"},
-    changeable=("model", "gpu", "dtype", "kv_dtype", "tp", "batch", "context", "measured_step_time",
-                "kernels_per_layer", "kernel_gap", "achieved_bandwidth", "host_time", "allreduce_latency"),
+    defaults={
+        "model": "llama3-8b",
+        "gpu": "h100",
+        "dtype": "bf16",
+        "tp": 1,
+        "batch": 1,
+        "context": 2048,
+        "measured_step_time": "12 ms",
+        "kernels_per_layer": 30,
+        "kernel_gap": "5 us",
+        "achieved_bandwidth": "0.8",
+        "host_time": "1 ms",
+        "allreduce_latency": "10 us",
+    },
+    changeable=(
+        "model",
+        "gpu",
+        "dtype",
+        "kv_dtype",
+        "tp",
+        "batch",
+        "context",
+        "measured_step_time",
+        "kernels_per_layer",
+        "kernel_gap",
+        "achieved_bandwidth",
+        "host_time",
+        "allreduce_latency",
+    ),
     build=build,
 )

@@ -15,7 +15,9 @@ from reports.questions.decode_bandwidth_bound import placement, roofline_figure,
 def build(inputs: Inputs) -> Answer:
     setup = inputs.setup()
     decode = costs.intensity(setup)
-    big = placement(setup, inputs, int(inputs["prompt"]), f"A training or prefill matmul over {inputs['prompt']:,} tokens")
+    big = placement(
+        setup, inputs, int(inputs["prompt"]), f"A training or prefill matmul over {inputs['prompt']:,} tokens"
+    )
     small = chain(setup, inputs, int(inputs["prompt"]), f"Elementwise ops and norms over {inputs['prompt']:,} tokens")
     attention = attention_memory(setup.__class__(**{**setup.__dict__, "context": int(inputs["prompt"])}))
     measured = value_of(inputs, "measured_step_time", "second")
@@ -32,11 +34,14 @@ def build(inputs: Inputs) -> Answer:
         "scores": answer.headline("naive_score_bytes", a["naive_score_bytes"].value, "byte/sequence"),
         "flash": answer.headline("flash_bytes", a["flash_bytes"].value, "byte/sequence"),
         "ratio": answer.headline("attention_traffic_ratio", a["traffic_ratio"].value),
-        "mbu_pct": Quantity(100 * u["mbu"].value), "mfu_pct": Quantity(100 * u["mfu"].value),
+        "mbu_pct": Quantity(100 * u["mbu"].value),
+        "mfu_pct": Quantity(100 * u["mfu"].value),
         "hfu_pct": Quantity(100 * u["hfu"].value),
         "gap": answer.headline("unexplained_time", u["unexplained_time"].value, "second"),
-        "measured": Quantity(measured, "second"), "rc_pct": Quantity(100 * recompute),
-        "prompt": Quantity(int(inputs["prompt"]), "token"), "batch": Quantity(setup.batch, "sequence"),
+        "measured": Quantity(measured, "second"),
+        "rc_pct": Quantity(100 * recompute),
+        "prompt": Quantity(int(inputs["prompt"]), "token"),
+        "batch": Quantity(setup.batch, "sequence"),
     }
     for key in ("mbu", "mfu", "hfu"):
         answer.headline(key, u[key].value)
@@ -44,7 +49,8 @@ def build(inputs: Inputs) -> Answer:
         "summary",
         "Compare each kernel's arithmetic intensity with the ridge ({ridge}): a matmul over {prompt} does {big_i} "
         "and is compute-bound, while decode matmuls ({decode_i}), decode attention ({attention_i}) and "
-        "elementwise ops and norms ({ew_i}) sit far left of it: memory-bound, so fuse them. Naive attention over {prompt} writes "
+        "elementwise ops and norms ({ew_i}) sit far left of it: memory-bound, so fuse them. Naive "
+        "attention over {prompt} writes "
         "score matrices of {scores} through HBM, {ratio} times a tiled (FlashAttention) kernel's {flash}. MFU counts "
         "only the model's FLOPs and HFU also the recomputed ones: with {rc_pct} % recomputed, a step measured at "
         "{measured} reads MFU {mfu_pct} % and HFU {hfu_pct} %. Then profile: timeline gaps, and per-kernel achieved "
@@ -54,33 +60,69 @@ def build(inputs: Inputs) -> Answer:
     answer.sections += [
         Section("Decode kernels against the ridge", decode),
         Section("A large matmul against the ridge", big),
-        Section("Elementwise ops and norms", small,
-                intro=(Prose("text", "The same chain as in compiler-fusion: its intensity is a few FLOPs per value "
-                                     "over one read and one write."),)),
+        Section(
+            "Elementwise ops and norms",
+            small,
+            intro=(
+                Prose(
+                    "text",
+                    "The same chain as in compiler-fusion: its intensity is a few FLOPs per value "
+                    "over one read and one write.",
+                ),
+            ),
+        ),
         Section("Materialising the attention matrix", attention),
-        Section("MBU, MFU and HFU of a measured step", util,
-                intro=(Prose("text", "Assumed: a measured step of {measured} at {batch}, with {rc_pct} % of the "
-                                     "model FLOPs executed again, as activation checkpointing does in training.", q),)),
+        Section(
+            "MBU, MFU and HFU of a measured step",
+            util,
+            intro=(
+                Prose(
+                    "text",
+                    "Assumed: a measured step of {measured} at {batch}, with {rc_pct} % of the "
+                    "model FLOPs executed again, as activation checkpointing does in training.",
+                    q,
+                ),
+            ),
+        ),
     ]
-    answer.figures.append(roofline_figure(
-        setup, [(f"decode matmul, batch {setup.batch}", decode), (f"matmul, {int(inputs['prompt']):,} tokens", big)],
-        "Roofline with decode and large matmuls, decode attention and an elementwise kernel placed at their "
-        "intensities.",
-        [("decode attention", d["attention_intensity"].value),
-         ("elementwise op", small.results["elementwise_intensity"].value)]))
+    answer.figures.append(
+        roofline_figure(
+            setup,
+            [(f"decode matmul, batch {setup.batch}", decode), (f"matmul, {int(inputs['prompt']):,} tokens", big)],
+            "Roofline with decode and large matmuls, decode attention and an elementwise kernel placed at their "
+            "intensities.",
+            [
+                ("decode attention", d["attention_intensity"].value),
+                ("elementwise op", small.results["elementwise_intensity"].value),
+            ],
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "The profiling signals: timeline gaps for data loading, launch overhead and communication "
-                          "(the {gap} this step spends beyond its floor); per kernel, achieved DRAM bandwidth against "
-                          "tensor-core utilisation: memory-bound kernels near the first, matmuls near the second.", q),
-        Prose("takeaway", "Recomputation raises HFU, never MFU: judge a training run by MFU, and use HFU to see how "
-                          "busy the hardware is."),
+        Prose(
+            "takeaway",
+            "The profiling signals: timeline gaps for data loading, launch overhead and communication "
+            "(the {gap} this step spends beyond its floor); per kernel, achieved DRAM bandwidth against "
+            "tensor-core utilisation: memory-bound kernels near the first, matmuls near the second.",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "Recomputation raises HFU, never MFU: judge a training run by MFU, and use HFU to see how "
+            "busy the hardware is.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "The measured step time and the recompute fraction are assumptions (--set "
-                        "measured_step_time=, recompute_fraction=); a full checkpointing run recomputes the forward "
-                        "pass, about a third of the 6N training FLOPs."),
-        Prose("caveat", "Intensities count the ideal bytes; cache misses, padding and scattered KV pages move more "
-                        "and lower the achieved figure."),
+        Prose(
+            "caveat",
+            "The measured step time and the recompute fraction are assumptions (--set "
+            "measured_step_time=, recompute_fraction=); a full checkpointing run recomputes the forward "
+            "pass, about a third of the 6N training FLOPs.",
+        ),
+        Prose(
+            "caveat",
+            "Intensities count the ideal bytes; cache misses, padding and scattered KV pages move more "
+            "and lower the achieved figure.",
+        ),
     ]
     return answer
 
@@ -88,14 +130,34 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="slow-training-serving",
     title="Your LLM training and serving is slow. Reason about memory-bound versus compute-bound kernels, the cost "
-          "of materializing the attention matrix, HFU versus MFU, and which GPU profiling signals you'd read.",
+    "of materializing the attention matrix, HFU versus MFU, and which GPU profiling signals you'd read.",
     source="Seed 000, question 10",
     level="Senior",
     kind="diagnosis",
-    defaults={"model": "llama3-8b", "gpu": "h100", "dtype": "bf16", "context": 2048, "batch": 64, "prompt": 4096,
-              "measured_step_time": "12 ms", "recompute_fraction": "1/3", "unfused_kernels": 7, "fused_kernels": 4,
-              "launch_overhead": "4 us", "elementwise_flops": "4 FLOP"},
-    changeable=("model", "gpu", "dtype", "context", "batch", "prompt", "measured_step_time", "recompute_fraction",
-                "elementwise_flops"),
+    defaults={
+        "model": "llama3-8b",
+        "gpu": "h100",
+        "dtype": "bf16",
+        "context": 2048,
+        "batch": 64,
+        "prompt": 4096,
+        "measured_step_time": "12 ms",
+        "recompute_fraction": "1/3",
+        "unfused_kernels": 7,
+        "fused_kernels": 4,
+        "launch_overhead": "4 us",
+        "elementwise_flops": "4 FLOP",
+    },
+    changeable=(
+        "model",
+        "gpu",
+        "dtype",
+        "context",
+        "batch",
+        "prompt",
+        "measured_step_time",
+        "recompute_fraction",
+        "elementwise_flops",
+    ),
     build=build,
 )

@@ -26,56 +26,91 @@ def build(inputs: Inputs) -> Answer:
     r, v = stated.results, stated.values
     fits = v[sym.W] + v[sym.kv_seq] <= v[sym.n] * v[sym.M]
     q = {
-        "floor": answer.headline("floor_tokens_per_s_per_user", r["floor_tokens_per_s_per_user"].value,
-                                 "token/second/sequence"),
+        "floor": answer.headline(
+            "floor_tokens_per_s_per_user", r["floor_tokens_per_s_per_user"].value, "token/second/sequence"
+        ),
         "x": answer.headline("claim_over_floor", r["claim_over_floor"].value, ""),
         "bits": answer.headline("required_bits_per_weight", r["required_bits_per_weight"].value, ""),
         "tau": answer.headline("required_tokens_per_pass", r["required_tokens_per_pass"].value, "token/sequence"),
         "users": answer.headline("claim_batch", v.get(cl.B_claim), "sequence"),
-        "floor_q": answer.headline("floor_at_alt_dtype", quantised.results["floor_tokens_per_s_per_user"].value,
-                                   "token/second/sequence"),
+        "floor_q": answer.headline(
+            "floor_at_alt_dtype", quantised.results["floor_tokens_per_s_per_user"].value, "token/second/sequence"
+        ),
         "users_q": answer.headline("claim_batch_at_alt_dtype", quantised.values.get(cl.B_claim), "sequence"),
         "x_q": answer.headline("claim_over_floor_at_alt_dtype", quantised.results["claim_over_floor"].value, ""),
-        "claim": Quantity(v[cl.r_claim], "token/second/sequence"), "t_mem": Quantity(v[sym.t_mem], "second"),
-        "weights": Quantity(v[sym.W], "byte"), "bw": Quantity(v[sym.BW], "byte/second"),
-        "memory": Quantity(v[sym.n] * v[sym.M], "byte"), "dtype": Quantity(setup.dtype),
-        "alt": Quantity(inputs["alt_dtype"]), "gpu": Quantity(setup.gpu.title), "model": Quantity(setup.model.title),
+        "claim": Quantity(v[cl.r_claim], "token/second/sequence"),
+        "t_mem": Quantity(v[sym.t_mem], "second"),
+        "weights": Quantity(v[sym.W], "byte"),
+        "bw": Quantity(v[sym.BW], "byte/second"),
+        "memory": Quantity(v[sym.n] * v[sym.M], "byte"),
+        "dtype": Quantity(setup.dtype),
+        "alt": Quantity(inputs["alt_dtype"]),
+        "gpu": Quantity(setup.gpu.title),
+        "model": Quantity(setup.model.title),
         "context": Quantity(v[sym.S], "token"),
     }
     fit_text = "" if fits else " In {dtype} the weights and one sequence do not even fit in its {memory}."
     answer.summary = Prose(
         "summary",
         "One user's decode step must read all {weights} of {model}'s weights from {bw} of HBM, at least {t_mem} "
-        "a token: the bandwidth floor is {floor}, and the claim of {claim} is {x} times it." + fit_text +
-        " The figure is reachable only as an aggregate: with {alt} weights (a floor of {floor_q}) a server meets "
+        "a token: the bandwidth floor is {floor}, and the claim of {claim} is {x} times it."
+        + fit_text
+        + " The figure is reachable only as an aggregate: with {alt} weights (a floor of {floor_q}) a server meets "
         "it over about {users_q} decoded at once, while speculative decoding would need {tau} accepted per pass "
         "and quantisation alone {bits} bits per weight. Ask the vendor for the concurrency, the precision, the "
         "context length and whether speculation is on.",
         q,
     )
-    answer.sections.append(Section(
-        "The claim as stated", stated,
-        intro=(Prose("text", "The one division: batch 1, every weight and one sequence's cache ({context}) read "
-                             "per token, at peak bandwidth on {gpu}.", q),),
-    ))
-    answer.sections.append(Section(
-        "With the weights in the other precision", quantised,
-        intro=(Prose("text", "The most likely unstated precision: {alt} weights halve the bytes a token reads.", q),),
-        outro=(Prose("text", "Still {x_q} times the floor ({floor_q}): precision alone cannot close the gap.", q),),
-    ))
+    answer.sections.append(
+        Section(
+            "The claim as stated",
+            stated,
+            intro=(
+                Prose(
+                    "text",
+                    "The one division: batch 1, every weight and one sequence's cache ({context}) read "
+                    "per token, at peak bandwidth on {gpu}.",
+                    q,
+                ),
+            ),
+        )
+    )
+    answer.sections.append(
+        Section(
+            "With the weights in the other precision",
+            quantised,
+            intro=(
+                Prose("text", "The most likely unstated precision: {alt} weights halve the bytes a token reads.", q),
+            ),
+            outro=(Prose("text", "Still {x_q} times the floor ({floor_q}): precision alone cannot close the gap.", q),),
+        )
+    )
     answer.takeaways += [
-        Prose("takeaway", "Per-user tokens/s at batch 1 is bounded by bandwidth over weight bytes; a number {x} "
-                          "times that bound is measuring something else, most often aggregate throughput: about {users} "
-                          "decoded at once in {dtype}, if memory held them.", q),
-        Prose("takeaway", "What to ask for: concurrent users and batch size, weight and KV precision, prompt and "
-                          "output lengths, whether speculative decoding is on and its acceptance rate, how many "
-                          "GPUs, and whether the figure is per user or per server."),
+        Prose(
+            "takeaway",
+            "Per-user tokens/s at batch 1 is bounded by bandwidth over weight bytes; a number {x} "
+            "times that bound is measuring something else, most often aggregate throughput: about {users} "
+            "decoded at once in {dtype}, if memory held them.",
+            q,
+        ),
+        Prose(
+            "takeaway",
+            "What to ask for: concurrent users and batch size, weight and KV precision, prompt and "
+            "output lengths, whether speculative decoding is on and its acceptance rate, how many "
+            "GPUs, and whether the figure is per user or per server.",
+        ),
     ]
     answer.caveats += [
-        Prose("caveat", "The floor uses peak bandwidth and no overheads, so the real per-user rate is lower still; "
-                        "the claim fails by more than this ratio."),
-        Prose("caveat", "Speculative decoding at the required tokens per pass assumes free, always-accepted drafts; "
-                        "real acceptance of a few tokens per pass gives a few times the floor, not this."),
+        Prose(
+            "caveat",
+            "The floor uses peak bandwidth and no overheads, so the real per-user rate is lower still; "
+            "the claim fails by more than this ratio.",
+        ),
+        Prose(
+            "caveat",
+            "Speculative decoding at the required tokens per pass assumes free, always-accepted drafts; "
+            "real acceptance of a few tokens per pass gives a few times the floor, not this.",
+        ),
     ]
     return answer
 
@@ -83,12 +118,19 @@ def build(inputs: Inputs) -> Answer:
 QUESTION = Question(
     id="vendor-claim",
     title="A vendor claims 1,000 tokens per second per user for a 70B model on one H200. Sanity-check that from "
-          "the roofline.",
+    "the roofline.",
     source="Seed 004, question 5",
     level="Senior",
     kind="diagnosis",
-    defaults={"model": "llama3-70b", "gpu": "h200", "tp": 1, "dtype": "bf16", "alt_dtype": "fp8", "context": 2048,
-              "claim": "1000 token/s"},
+    defaults={
+        "model": "llama3-70b",
+        "gpu": "h200",
+        "tp": 1,
+        "dtype": "bf16",
+        "alt_dtype": "fp8",
+        "context": 2048,
+        "claim": "1000 token/s",
+    },
     changeable=("model", "gpu", "tp", "dtype", "alt_dtype", "kv_dtype", "context", "claim"),
     build=build,
 )
