@@ -196,7 +196,9 @@ def load_gpu(name: str) -> Gpu:
         except KeyError:
             raise DeriveError(f"gpus.toml [{key}] lacks '{field_name}'", "Fix the catalog entry") from None
 
-    flops = {dt: figure(dt, "FLOP/second") for dt in ("bf16", "fp16", "fp8", "fp4") if dt in entry}
+    flops: dict[str, sympy.Rational] = {
+        dt: figure(dt, "FLOP/second") for dt in ("bf16", "fp16", "fp8", "fp4") if dt in entry
+    }
     return Gpu(
         name=key,
         title=entry["title"],

@@ -8,7 +8,7 @@ that names the offending term.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import sympy
 
@@ -77,7 +77,8 @@ def _power(expr: sympy.Pow) -> pint.Unit:
     base, exponent = expr.args
     base_unit = unit_of(base)
     if exponent.is_Number:
-        return base_unit ** float(exponent) if not exponent.is_Integer else base_unit ** int(exponent)
+        power = float(exponent) if not exponent.is_Integer else int(exponent)
+        return cast("pint.Unit", base_unit**power)
     if base_unit.dimensionality or unit_of(exponent).dimensionality:
         raise UnitError(f"`{expr}`: a symbolic power needs a pure-number base and exponent")
     return registry().dimensionless

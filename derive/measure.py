@@ -17,6 +17,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -148,7 +149,7 @@ class Gpt2:
             return (rng.standard_normal(shape, dtype=np.float32) * 0.02).astype(np.float32)
 
         self.wte, self.wpe = w(cfg.vocab, d), w(cfg.positions, d)
-        self.layers = [
+        self.layers: list[dict[str, Any]] = [
             dict(
                 ln1=(np.ones(d, np.float32), np.zeros(d, np.float32)),
                 qkv=w(d, 3 * d),
@@ -266,7 +267,7 @@ def run(plan: Plan, progress: Callable[[str], None] = lambda _: None) -> Measure
                 f"decode, batch {batch}",
                 batch,
                 plan.decode_context,
-                lambda cache=cache, token=token: net.forward(token, plan.decode_context, cache),
+                partial(net.forward, token, plan.decode_context, cache),
             )
         )
     prompt = np.zeros((1, plan.prompt), dtype=np.int64)

@@ -94,7 +94,8 @@ def givens_in_order(sheet: Sheet) -> list[Given]:
             step_given = given.get(sym)
             if step_given is not None and step_given not in shown:
                 shown.append(step_given)
-        computed.add(step.defines)
+        if isinstance(step, (Compute, Solve)):
+            computed.add(step.defines)
     return shown
 
 
@@ -114,7 +115,7 @@ def _worked(
 def render_text(sheet: Sheet) -> str:
     lines = [sheet.title]
     defaults = sheet.inputs.get("defaults")
-    if defaults:
+    if isinstance(defaults, list) and defaults:
         chosen = ", ".join(f"{k}={sheet.inputs[k]}" for k in defaults if k in sheet.inputs)
         lines.append(f"defaults used: {chosen}")
     lines += ["", "Given"]

@@ -135,7 +135,7 @@ def _continuous(requests: Sequence[Request], times: StepTimes, seats: int, recor
         if not remaining and requests[nxt].arrival > now:
             now = requests[nxt].arrival  # idle server: jump to the next arrival
         while True:  # seat arrivals, including those that came during the last prefill pass
-            admitted = []
+            admitted: list[int] = []
             while nxt < len(requests) and len(remaining) + len(admitted) < seats and requests[nxt].arrival <= now:
                 admitted.append(nxt)
                 nxt += 1

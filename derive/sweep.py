@@ -182,8 +182,8 @@ class Grid:
 def evaluate_grid(target: Target, grid: Grid, chunk: int = CHUNK) -> Iterator[tuple[dict[str, str], dict[str, Any]]]:
     """Yield (labels, columns) chunk by chunk: columns hold the numeric axes, the outputs and 'fits'."""
     axes = tuple(grid.numeric)
-    for combo in itertools.product(*(grid.categorical[c] for c in CATEGORICAL)):
-        compiled = compile_combination(target, *combo, axes, grid.defaults)
+    for model, gpu, dtype in itertools.product(*(grid.categorical[c] for c in CATEGORICAL)):
+        compiled = compile_combination(target, model, gpu, dtype, axes, grid.defaults)
         for columns in evaluate_compiled(compiled, grid, chunk):
             yield compiled.labels, columns
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from importlib.resources import files
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import sympy
 
@@ -105,7 +105,7 @@ def format_quantity(value: object, unit_text: str, digits: int = 4) -> str:
     if not unit_text:
         return _format_number(number, digits)
     reg = registry()
-    quantity = reg.Quantity(number, unit(unit_text))
+    quantity: Any = reg.Quantity(number, unit(unit_text))
     # Prefixes for bytes, FLOPs, joules and watts above 1, and for seconds below 1 (ms, µs): never 'mFLOP/B'.
     leading = _leading(unit_text)
     if _prefixable(unit_text) and number != 0 and (abs(number) >= 1) != (leading == "second"):

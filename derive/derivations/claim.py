@@ -109,7 +109,7 @@ def _aggregate(work: Work, setup: Setup, n: int) -> None:
     work.note(line)
     if holds < 1:
         work.note(
-            f"the weights and one sequence do not fit in {n} x {format_quantity(setup.gpu.memory, 'byte')}: "
+            f"the weights and one sequence do not fit in {n} x {format_quantity(work.values[sym.M], 'byte')}: "
             f"the claimed hardware cannot hold the model in {setup.dtype} at all"
         )
 

@@ -158,3 +158,23 @@ def parallelism(work: Work, setup: Setup, gpu: Gpu) -> int:
     work.sheet.inputs["tp"] = tp
     work.given(sym.n, tp, "chosen: the smallest power of two whose memory holds the weights and one sequence")
     return tp
+
+
+def fits_beside_weights(work: Work, setup: Setup, gpu: Gpu, result: str | None = None) -> sympy.Expr:
+    """B_max from its formula, or a FitError (with the TP that would do) when not one sequence fits."""
+    from derive.units import format_quantity
+
+    max_batch = work.compute(LIBRARY.get("max_batch_by_memory"), result)
+    if max_batch >= 1:
+        return max_batch
+    weights, one_sequence, tp = work.values[sym.W], work.values[sym.kv_seq], work.values[sym.n]
+    try:
+        more = f"Use --tp {default_tp(setup, weights, one_sequence, gpu.memory)} or more, a smaller --dtype, "
+    except FitError:  # no tensor-parallel degree would do
+        more = "Use a larger accelerator, a smaller --dtype, "
+    raise FitError(
+        f"{setup.model.name} in {setup.dtype} needs {format_quantity(weights, 'byte')} of weights plus "
+        f"{format_quantity(one_sequence, 'byte')} per sequence at {setup.context:,} tokens, "
+        f"more than the {format_quantity(tp * gpu.memory, 'byte')} of {tp} x {gpu.name}",
+        more + "or a shorter --context",
+    )

@@ -12,6 +12,7 @@ from derive.evaluate import evaluate
 from derive.formula import LIBRARY
 from derive.sheet import Given, Sheet, Work
 from derive.solve import solve
+from derive.symbols import Sym
 from derive.units import format_quantity
 from formulas import flops as fl
 from formulas import intensity as it
@@ -200,22 +201,33 @@ def predict(setup: Setup) -> Sheet:
     return work.sheet
 
 
+def _figure_of(sheet: Sheet, quantity: Sym) -> sympy.Expr:
+    """A given or computed value of a knee sheet (the throughput at the largest batch is a result)."""
+    if quantity is sym.R_at_max:
+        value = sheet.results["throughput_at_max_batch"].value
+    else:
+        value = sheet.values.get(quantity)
+    assert isinstance(value, sympy.Expr), quantity.key
+    return value
+
+
 def compare(setup: Setup) -> Sheet:
     from derive.derivations.slice import knee
 
     if setup.gpu is None or setup.vs is None:
         raise DeriveError("compare needs two accelerators", "Pass --gpu A --vs B")
+    gpu, vs = setup.gpu, setup.vs
     # The same number of accelerators of each kind: enough for the one that needs more.
     other_setup = Setup(**{**setup.__dict__, "gpu": setup.vs})
     if setup.tp is None:
-        tp = max(int(knee(setup).inputs["tp"]), int(knee(other_setup).inputs["tp"]))
+        tp = max(int(str(knee(setup).inputs["tp"])), int(str(knee(other_setup).inputs["tp"])))
         setup, other_setup = (Setup(**{**s.__dict__, "tp": tp}) for s in (setup, other_setup))
     base, other = knee(setup), knee(other_setup)
     work = Work(
         Sheet(
             "compare",
-            f"{setup.model.title}: {setup.vs.title} against {setup.gpu.title}",
-            {**setup.inputs(), "vs": setup.vs.name, "tp": base.inputs["tp"], "vs_tp": other.inputs["tp"]},
+            f"{setup.model.title}: {vs.title} against {gpu.title}",
+            {**setup.inputs(), "vs": vs.name, "tp": base.inputs["tp"], "vs_tp": other.inputs["tp"]},
         )
     )
     figures = (
@@ -225,14 +237,7 @@ def compare(setup: Setup) -> Sheet:
         ("max_throughput_ratio", sym.R_at_max, "throughput at each one's largest batch"),
     )
     for name, quantity, meaning in figures:
-        first = (
-            base.values.get(quantity) if quantity is not sym.R_at_max else base.results["throughput_at_max_batch"].value
-        )
-        second = (
-            other.values.get(quantity)
-            if quantity is not sym.R_at_max
-            else other.results["throughput_at_max_batch"].value
-        )
+        first, second = (_figure_of(sheet, quantity) for sheet in (base, other))
         ratio = second / first
         work.result(name, None, ratio, unit="")
         work.note(

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import sympy
 
-from derive.derivations.common import Setup, accelerator, decode_inputs, model_notes, parallelism, start
+from derive.derivations.common import (
+    Setup,
+    accelerator,
+    decode_inputs,
+    fits_beside_weights,
+    model_notes,
+    parallelism,
+    start,
+)
 from derive.derivations.moe import roofline_moe_note
 from derive.errors import DeriveError, FitError
 from derive.evaluate import evaluate
@@ -43,15 +51,8 @@ def decode_roofline(work: Work, setup: Setup) -> tuple[sympy.Expr, sympy.Expr]:
 
 def max_batch(work: Work, setup: Setup, weights: sympy.Expr, one_sequence: sympy.Expr) -> sympy.Expr:
     """B_max, or a FitError when not even one sequence fits beside the weights."""
-    value = work.compute(LIBRARY.get("max_batch_by_memory"))
-    if value < 1:
-        tp = work.values[sym.n]
-        raise FitError(
-            f"{setup.model.name} in {setup.dtype} needs {format_quantity(weights, 'byte')} of weights plus "
-            f"{format_quantity(one_sequence, 'byte')} per sequence at {setup.context:,} tokens, more than the "
-            f"{format_quantity(tp * setup.gpu.memory, 'byte')} of {tp} x {setup.gpu.name}",
-            "Use a larger --tp, a smaller --dtype, or a shorter --context",
-        )
+    assert setup.gpu is not None, "decode_roofline gave the accelerator"
+    value = fits_beside_weights(work, setup, setup.gpu)
     if setup.batch > value:
         raise FitError(
             f"--batch {setup.batch:,} does not fit: memory holds {int(value):,} sequences of {setup.context:,} tokens",

@@ -9,12 +9,13 @@ from __future__ import annotations
 import sympy
 
 from derive.catalog import Gpu, dtype_bytes
-from derive.derivations.common import Setup, aggregates, default_tp, kv_values, model_notes, start
-from derive.errors import DeriveError, FitError
+from derive.derivations.common import Setup, aggregates, default_tp, fits_beside_weights, kv_values, model_notes, start
+from derive.errors import DeriveError
 from derive.evaluate import evaluate, inline
 from derive.formula import LIBRARY
 from derive.sheet import Sheet
 from derive.solve import asymptote, solve
+from derive.symbols import Sym
 from derive.units import format_quantity
 from formulas import notation as sym
 
@@ -44,7 +45,7 @@ def params(setup: Setup) -> Sheet:
     return work.sheet
 
 
-def _defining_expr(mf, target: sym.Sym) -> sympy.Expr | None:  # type: ignore[no-untyped-def]
+def _defining_expr(mf, target: Sym) -> sympy.Expr | None:  # type: ignore[no-untyped-def]
     for f in mf.all():
         if f.defines == target:
             return f.expr
@@ -121,18 +122,7 @@ def knee(setup: Setup) -> Sheet:
     work.solved(limit_solution, sym.S_knee, limit_value, limit_note, result="knee_context_limit")
 
     work.heading("Memory ceiling")
-    max_batch = work.compute(LIBRARY.get("max_batch_by_memory"), "max_batch_by_memory")
-    if max_batch < 1:
-        try:
-            more = f"Use --tp {default_tp(setup, weights, one_sequence, gpu.memory)} or more, a smaller --dtype, "
-        except FitError:  # no tensor-parallel degree would do
-            more = "Use a larger accelerator, a smaller --dtype, "
-        raise FitError(
-            f"{model.name} in {setup.dtype} needs {format_quantity(weights, 'byte')} of weights plus "
-            f"{format_quantity(one_sequence, 'byte')} per sequence at {setup.context:,} tokens, "
-            f"more than the {format_quantity(tp * gpu.memory, 'byte')} of {tp} x {gpu.name}",
-            more + "or a shorter --context",
-        )
+    max_batch = fits_beside_weights(work, setup, gpu, "max_batch_by_memory")
     work.given(sym.B, max_batch, "at the largest batch memory holds", inline=True)
     for name in ("kv_bytes", "memory_time", "compute_time", "step_time"):
         work.compute(LIBRARY.get(name))
