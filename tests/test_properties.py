@@ -260,3 +260,17 @@ def test_knee_substituted_back_and_existence_agrees_with_a_search(cfg, gpu, cont
             crossed = True
             break
     assert crossed == exists
+
+
+@given(configs(), st.integers(1, 256))
+def test_kv_weight_crossover_substituted_back(cfg, batch):
+    from derive.solve import solve
+
+    model = model_of(cfg)
+    values, lib = _decode_values(model, 10**12, 10**15, 10**12, batch, 1)
+    values.pop(sym.S)
+    crossing = solve(sym.kv_total.symbol, sym.W.symbol, sym.S, lib)
+    context = evaluate(crossing.closed_form, dict(values), lib)
+    assert context > 0
+    at = {**values, sym.S: context}
+    assert evaluate(sym.kv_total.symbol, dict(at), lib) == evaluate(sym.W.symbol, dict(at), lib)
