@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from derive.catalog import load_config_path, load_model, model_names
 from derive.evaluate import evaluate
 from derive.formula import LIBRARY
 from formulas import notation as sym
-from tests.conftest import CONFIGS
+from tests.conftest import CONFIGS, load_fixture
 
 
 def count(model, target=sym.N) -> int:
@@ -103,3 +105,12 @@ def test_params_command_json(run):
         "latex": payload["results"]["total_params"]["latex"],
     }
     assert payload["results"]["active_params"]["value"] == 12_879_925_248  # published active, param_counts.json
+
+
+def test_config_folder_is_accepted(run, write_config):
+    # --config takes a config.json or the folder holding one (as Hugging Face downloads are laid out).
+    path = write_config(load_fixture("qwen2-0.5b"), name="Qwen2-0.5B")
+    by_file = run("params", "--config", str(path), "--json")
+    by_folder = run("params", "--config", str(path.parent), "--json")
+    assert by_file.exit_code == by_folder.exit_code == 0
+    assert json.loads(by_folder.stdout)["results"]["total_params"]["value"] == 494_032_768  # HF safetensors metadata
