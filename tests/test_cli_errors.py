@@ -159,8 +159,23 @@ def test_dtype_without_a_datasheet_peak(run):
     )
 
 
+def _commands(group, prefix=()):  # type: ignore[no-untyped-def]
+    import click
+
+    for name, command in group.commands.items():
+        yield (*prefix, name)
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*prefix, name))
+
+
 def test_every_command_has_help(run):
-    for command in ("params", "kv", "knee", "models", "gpus", "check"):
-        result = run(command, "--help")
-        assert result.exit_code == 0
-        assert "Usage: derive " + command in result.stdout
+    import cli
+
+    names = list(_commands(cli.cli))
+    assert len(names) >= 25
+    for path in names:
+        result = run(*path, "--help")
+        assert result.exit_code == 0, path
+        assert "Usage: derive " + " ".join(path) in result.stdout
+        summary = result.stdout.split("\n\n")[1].strip()
+        assert summary and not summary.startswith("Options"), path  # a sentence saying what it does
