@@ -18,6 +18,7 @@ from formulas import notation as sym
 settings.register_profile("ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("long", max_examples=100_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
 
 KEYS = [
     "model_type",
@@ -92,7 +93,7 @@ def test_any_json_value_loads_or_fails_cleanly(raw):
         assert "\n" not in str(exc)
 
 
-@settings(max_examples=60)
+@settings(max_examples=100_000 if LONG else 60)  # a file each: fewer in CI
 @given(st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
 def test_config_files_load_or_fail_cleanly(tmp_path_factory, content):
     path = tmp_path_factory.mktemp("fuzz") / "config.json"

@@ -24,6 +24,7 @@ from formulas import notation as sym
 settings.register_profile("ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("long", max_examples=100_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
 
 small = st.integers(min_value=1, max_value=8)
 
@@ -235,7 +236,7 @@ def test_expected_experts_between_k_and_e_and_tending_to_e(experts, data):
     assert float(far) > experts - 1e-6 or top_k == experts
 
 
-@settings(max_examples=15)
+@settings(max_examples=100_000 if LONG else 15)  # a closed-form solve each: fewer in CI
 @given(configs(), accelerators, st.integers(1, 8192))
 def test_knee_substituted_back_and_existence_agrees_with_a_search(cfg, gpu, context):
     from derive.solve import solve
