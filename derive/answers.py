@@ -88,6 +88,22 @@ class Inputs(dict):  # type: ignore[type-arg]
         return Setup(**fields)
 
 
+def assumed(inputs: Mapping[str, Any], key: str, unit: str = "") -> sympy.Expr:
+    """A question's input ('5 us', '0.85', or an int from --set) as an exact value in base units."""
+    from derive.units import parse_quantity
+
+    value = inputs[key]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return sympy.Integer(value)
+    text = str(value).strip()
+    if not unit:
+        try:
+            return sympy.Rational(text)
+        except (TypeError, ValueError, sympy.SympifyError):
+            raise DeriveError(f"--set {key}={text} is not a number", f"Give {key} a plain number") from None
+    return parse_quantity(text, unit, f"--set {key}")
+
+
 @lru_cache(maxsize=1)
 def questions() -> dict[str, Question]:
     """Every question in reports/questions/, by id, in the order of their modules."""

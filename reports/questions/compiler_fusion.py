@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from derive import figures
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, Inputs, Question, assumed
 from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, start
 from derive.derivations.sharding import activation_format
@@ -14,7 +14,7 @@ from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import fusion as fu
 from formulas import notation as sym
 from formulas.sharding import b_a
-from reports.questions.decode_bandwidth_bound import decode_step, value_of
+from reports.questions.decode_bandwidth_bound import decode_step
 
 
 def chain(setup: Setup, inputs: Inputs, tokens: int, title: str) -> Sheet:
@@ -25,11 +25,11 @@ def chain(setup: Setup, inputs: Inputs, tokens: int, title: str) -> Sheet:
     work.given(fu.T_fu, tokens, "tokens in the step")
     work.given(
         fu.n_ew,
-        value_of(inputs, "unfused_kernels"),
+        assumed(inputs, "unfused_kernels"),
         "assumed: two norms, two residual adds, rotary embedding, activation and gating",
     )
-    work.given(fu.n_fk, value_of(inputs, "fused_kernels"), "assumed: each norm fused with its residual add")
-    work.given(fu.t_l, value_of(inputs, "launch_overhead", "second"), "assumed: eager dispatch and launch")
+    work.given(fu.n_fk, assumed(inputs, "fused_kernels"), "assumed: each norm fused with its residual add")
+    work.given(fu.t_l, assumed(inputs, "launch_overhead", "second"), "assumed: eager dispatch and launch")
     assert setup.gpu is not None
     work.given(sym.BW, setup.gpu.bandwidth, "datasheet")
     for name in (
@@ -41,7 +41,7 @@ def chain(setup: Setup, inputs: Inputs, tokens: int, title: str) -> Sheet:
         "fusion_time_saved",
     ):
         work.compute(LIBRARY.get(name), name)
-    work.given(fu.f_ew, value_of(inputs, "elementwise_flops", "FLOP"), "assumed: a norm's few FLOPs per value")
+    work.given(fu.f_ew, assumed(inputs, "elementwise_flops", "FLOP"), "assumed: a norm's few FLOPs per value")
     work.compute(LIBRARY.get("elementwise_intensity"), "elementwise_intensity")
     return work.sheet
 

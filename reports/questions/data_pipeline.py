@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, Inputs, Question, assumed
 from derive.derivations.common import aggregates, start
 from derive.formula import LIBRARY
 from derive.sheet import Prose, Quantity, Section
 from formulas import notation as sym
 from formulas import training as tr
-from reports.questions.decode_bandwidth_bound import value_of
 
 
 def build(inputs: Inputs) -> Answer:
@@ -20,25 +19,25 @@ def build(inputs: Inputs) -> Answer:
     aggregates(work, setup)
     peak, note = setup.gpu.peak(setup.dtype)
     work.given(sym.P, peak, note)
-    work.given(tr.n_gpu, value_of(inputs, "gpus"), "accelerators in the run")
-    work.given(tr.u_tr, value_of(inputs, "mfu"), "assumed: a typical large-run MFU")
+    work.given(tr.n_gpu, assumed(inputs, "gpus"), "accelerators in the run")
+    work.given(tr.u_tr, assumed(inputs, "mfu"), "assumed: a typical large-run MFU")
     work.heading("What training consumes")
     work.compute(LIBRARY.get("training_flops_per_token"), "training_flops_per_token")
     work.compute(LIBRARY.get("training_token_rate"), "training_token_rate")
     work.given(
         tr.b_tok,
-        value_of(inputs, "bytes_per_token", "byte/token"),
+        assumed(inputs, "bytes_per_token", "byte/token"),
         "assumed: raw UTF-8 text, about four bytes per token",
     )
     work.compute(LIBRARY.get("loader_input_bandwidth"), "input_bandwidth")
-    work.given(tr.r_core, value_of(inputs, "tokenizer_rate", "token/second"), "assumed: one fast-tokeniser worker")
+    work.given(tr.r_core, assumed(inputs, "tokenizer_rate", "token/second"), "assumed: one fast-tokeniser worker")
     work.compute(LIBRARY.get("tokenizer_workers_needed"), "tokenizer_workers_needed")
     work.heading("One global batch, loaded without prefetching")
-    work.given(tr.G_tok, value_of(inputs, "batch_tokens", "token"), "tokens per optimiser step")
+    work.given(tr.G_tok, assumed(inputs, "batch_tokens", "token"), "tokens per optimiser step")
     work.compute(LIBRARY.get("training_step_time"), "training_step_time")
     work.compute(LIBRARY.get("batch_input_bytes"), "batch_input_bytes")
-    work.given(tr.BW_io, value_of(inputs, "storage_bandwidth", "byte/second"), "assumed: shared file system read rate")
-    work.given(tr.w_ld, value_of(inputs, "loader_workers"), "assumed: loader processes tokenising online")
+    work.given(tr.BW_io, assumed(inputs, "storage_bandwidth", "byte/second"), "assumed: shared file system read rate")
+    work.given(tr.w_ld, assumed(inputs, "loader_workers"), "assumed: loader processes tokenising online")
     work.compute(LIBRARY.get("batch_load_time"), "batch_load_time")
     work.compute(LIBRARY.get("loader_idle_fraction"), "idle_fraction")
     sheet = work.sheet

@@ -8,33 +8,23 @@ the weights (T tokens through them) on the roofline.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
 
 import sympy
 
 from derive import figures
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, Inputs, Question, assumed
 from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, decode_inputs, start
 from derive.formula import LIBRARY
 from derive.sheet import Figure, Prose, Quantity, Section, Sheet
-from derive.units import parse_quantity
 from formulas import notation as sym
 from formulas import roofline_points  # noqa: F401  (defines attainable_flops)
-
-
-def value_of(inputs: Inputs, key: str, unit: str = "") -> sympy.Expr:
-    """An input as an exact number in base units: '5 us' for a quantity, 0.4 or '0.4' for a pure number."""
-    raw: Any = inputs[key]
-    if unit:
-        return parse_quantity(str(raw), unit, f"--set {key}=")
-    return sympy.Rational(str(raw))
 
 
 def peak(setup: Setup, inputs: Inputs) -> tuple[sympy.Expr, str]:
     """Peak FLOP/s: --set peak_flops=..., the catalog figure for the dtype, else the bf16 tensor-core peak."""
     if inputs.get("peak_flops"):
-        return value_of(inputs, "peak_flops", "FLOP/second"), "--set peak_flops"
+        return assumed(inputs, "peak_flops", "FLOP/second"), "--set peak_flops"
     assert setup.gpu is not None
     if setup.dtype in setup.gpu.flops:
         return setup.gpu.peak(setup.dtype)

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, Inputs, Question, assumed
 from derive.derivations.sharding import shard
 from derive.sheet import Prose, Quantity, Section
 from formulas import notation as sym
-from reports.questions.decode_bandwidth_bound import value_of
 
 _WORDS = {"compute": "compute", "hbm": "HBM", "network": "the network"}
 
 
 def build(inputs: Inputs) -> Answer:
-    slow = value_of(inputs, "slow_link", "byte/second")
+    slow = assumed(inputs, "slow_link", "byte/second")
     cases = [
         ("decode", "nvlink", inputs.setup(tokens=inputs["tokens"])),
         ("prefill", "nvlink", inputs.setup(tokens=inputs["prefill_tokens"])),

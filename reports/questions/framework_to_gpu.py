@@ -5,14 +5,14 @@ from __future__ import annotations
 from functools import partial
 
 from derive import figures
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, Inputs, Question, assumed
 from derive.derivations.common import start
 from derive.formula import LIBRARY
 from derive.sheet import Figure, Prose, Quantity, Section
 from formulas import fusion as fu
 from formulas import launch as la
 from formulas import notation as sym
-from reports.questions.decode_bandwidth_bound import decode_step, value_of
+from reports.questions.decode_bandwidth_bound import decode_step
 
 
 def _draw(labels, values, title, stem):  # type: ignore[no-untyped-def]
@@ -26,11 +26,11 @@ def build(inputs: Inputs) -> Answer:
     work = start("launches", f"Launching one decode step of {setup.model.title}: eager against a CUDA graph", setup)
     work.given(
         la.k_l,
-        value_of(inputs, "kernels_per_layer"),
+        assumed(inputs, "kernels_per_layer"),
         "assumed: norms, projections, rotary, attention, activation, residual adds",
     )
-    work.given(fu.t_l, value_of(inputs, "launch_overhead", "second"), "assumed: eager dispatch and launch, per kernel")
-    work.given(la.t_node, value_of(inputs, "graph_node_overhead", "second"), "assumed: per kernel inside a graph")
+    work.given(fu.t_l, assumed(inputs, "launch_overhead", "second"), "assumed: eager dispatch and launch, per kernel")
+    work.given(la.t_node, assumed(inputs, "graph_node_overhead", "second"), "assumed: per kernel inside a graph")
     work.given(sym.t_step, floor, "the roofline floor, from the decode step below")
     for name in (
         "kernels_per_step",

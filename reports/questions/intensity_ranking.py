@@ -7,7 +7,7 @@ from functools import partial
 import sympy
 
 from derive import figures
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, Inputs, Question, assumed
 from derive.catalog import dtype_bytes
 from derive.derivations import costs
 from derive.derivations.common import model_library
@@ -17,7 +17,6 @@ from formulas import intensity as it
 from formulas import notation as sym
 from formulas import sharding as sh
 from formulas import step_budget as sb
-from reports.questions.mbu_budget import assumed
 
 
 def _draw(sheet, setup, large, stem):  # type: ignore[no-untyped-def]

@@ -6,37 +6,19 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-import sympy
-
 from derive import figures
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, Inputs, Question, assumed
 from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
 from derive.errors import DeriveError
 from derive.formula import LIBRARY
 from derive.sheet import Figure, Prose, Quantity, Section, Sheet, Work
-from derive.units import parse_quantity
 from formulas import notation as sym
 from formulas import prefill as pf
 from formulas import sharding as sh
 from formulas import step_budget as sb
 from formulas import utilisation as u
-
-
-def assumed(inputs: Mapping[str, Any], key: str, unit: str = "") -> sympy.Expr:
-    """An assumption input ('5 us', '0.85' or an int from --set) as an exact value in base units."""
-    value = inputs[key]
-    if isinstance(value, int):
-        return sympy.Integer(value)
-    text = str(value).strip()
-    if not unit:
-        try:
-            number = sympy.Rational(text)
-        except (TypeError, ValueError, sympy.SympifyError):
-            raise DeriveError(f"--set {key}={text} is not a number", f"Give {key} a plain number") from None
-        return number
-    return parse_quantity(text, unit, f"--set {key}")
 
 
 def step_floor(work: Work, setup: Setup) -> None:

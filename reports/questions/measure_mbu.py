@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, Inputs, Question, assumed
 from derive.derivations.common import model_library
 from derive.derivations.utilisation import utilisation
 from derive.formula import LIBRARY
@@ -11,7 +11,6 @@ from formulas import notation as sym
 from formulas import prefill as pf
 from formulas import step_budget as sb
 from formulas import utilisation as u
-from reports.questions.mbu_budget import assumed
 
 
 def _points(value):  # type: ignore[no-untyped-def]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from functools import partial
 
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, Inputs, Question, assumed
 from derive.derivations.common import start
 from derive.sheet import Figure, Prose, Section
 from formulas import notation as sym
 from formulas import prefill as pf
 from formulas import step_budget as sb
 from formulas import utilisation as u
-from reports.questions.mbu_budget import assumed, buckets, draw_budget, step_floor
+from reports.questions.mbu_budget import buckets, draw_budget, step_floor
 
 # Sorted by what one profiler trace shows first: idle gaps between kernels, then idle time between
 # steps, then kernels that run but read slower than peak.

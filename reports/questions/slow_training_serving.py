@@ -3,13 +3,13 @@ HFU against MFU, and the profiling signals."""
 
 from __future__ import annotations
 
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, Inputs, Question, assumed
 from derive.derivations import costs
 from derive.derivations.attention_memory import attention_memory
 from derive.derivations.utilisation import utilisation
 from derive.sheet import Prose, Quantity, Section
 from reports.questions.compiler_fusion import chain
-from reports.questions.decode_bandwidth_bound import placement, roofline_figure, value_of
+from reports.questions.decode_bandwidth_bound import placement, roofline_figure
 
 
 def build(inputs: Inputs) -> Answer:
@@ -20,8 +20,8 @@ def build(inputs: Inputs) -> Answer:
     )
     small = chain(setup, inputs, int(inputs["prompt"]), f"Elementwise ops and norms over {inputs['prompt']:,} tokens")
     attention = attention_memory(setup.__class__(**{**setup.__dict__, "context": int(inputs["prompt"])}))
-    measured = value_of(inputs, "measured_step_time", "second")
-    recompute = value_of(inputs, "recompute_fraction")
+    measured = assumed(inputs, "measured_step_time", "second")
+    recompute = assumed(inputs, "recompute_fraction")
     util = utilisation(setup, measured, recompute)
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     d, u, a = decode.results, util.results, attention.results
