@@ -74,13 +74,18 @@ def inline(expr: sympy.Expr, unknown: Sym, library: Library = LIBRARY) -> sympy.
 
 
 def depends_on(expr: sympy.Expr, unknown: Sym, library: Library = LIBRARY) -> bool:
-    for sym in symbols_of(expr):
-        if sym == unknown:
-            return True
+    return any(_symbol_depends_on(sym, unknown, library) for sym in symbols_of(expr))
+
+
+def _symbol_depends_on(sym: Sym, unknown: Sym, library: Library) -> bool:
+    """Whether `sym` is `unknown` or is defined (through any chain of formulas) in terms of it; memoised."""
+    key = (sym, unknown)
+    known = library.dependencies.get(key)
+    if known is None:
         defining = library.defining(sym.symbol)
-        if defining is not None and depends_on(defining.expr, unknown, library):
-            return True
-    return False
+        known = sym == unknown or (defining is not None and depends_on(defining.expr, unknown, library))
+        library.dependencies[key] = known
+    return known
 
 
 def over(expr: sympy.Expr, variable: Sym, values: Mapping[Sym, sympy.Expr], library: Library = LIBRARY):  # type: ignore[no-untyped-def]

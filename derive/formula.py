@@ -75,12 +75,15 @@ class Library:
     def __init__(self) -> None:
         self._by_name: dict[str, Formula] = {}
         self._by_symbol: dict[sympy.Symbol, Formula] = {}
+        # (symbol, unknown) -> whether the symbol's definition reaches the unknown (see evaluate.inline).
+        self.dependencies: dict[tuple[Sym, Sym], bool] = {}
 
     def add(self, formula: Formula) -> Formula:
         if formula.name in self._by_name and self._by_name[formula.name] != formula:
             raise UnitError(f"formula {formula.name} is defined twice")
         self._by_name[formula.name] = formula
         self._by_symbol[formula.defines.symbol] = formula
+        self.dependencies.clear()  # a new definition can make new chains
         return formula
 
     def extended(self, formulas: tuple[Formula, ...] | list[Formula]) -> Library:
