@@ -93,15 +93,25 @@ def test_any_json_value_loads_or_fails_cleanly(raw):
         assert "\n" not in str(exc)
 
 
-@settings(max_examples=100_000 if LONG else 60)  # a file each: fewer in CI
-@given(st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
+@settings(max_examples=100_000 if LONG else 60)  # a file write each: fewer in CI
+@given(content=st.binary(max_size=200) | st.text(max_size=200).map(str.encode))
 def test_config_files_load_or_fail_cleanly(tmp_path_factory, content):
-    path = tmp_path_factory.mktemp("fuzz") / "config.json"
+    path = _fuzz_file(tmp_path_factory)
     path.write_bytes(content)
     try:
         load_config_path(path)
     except DeriveError as exc:
         assert "\n" not in str(exc)
+
+
+_FUZZ_DIR: list = []
+
+
+def _fuzz_file(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """One file, rewritten for every example (a folder each would make 100,000 folders)."""
+    if not _FUZZ_DIR:
+        _FUZZ_DIR.append(tmp_path_factory.mktemp("fuzz") / "config.json")
+    return _FUZZ_DIR[0]
 
 
 units = st.sampled_from(
