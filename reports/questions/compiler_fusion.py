@@ -150,6 +150,15 @@ def build(inputs: Inputs) -> Answer:
     return answer
 
 
+# Assumed: a layer's elementwise chain (norms, residual adds, activation, rotary) as kernels, unfused and
+# fused, the launch cost of one kernel, and FLOPs per element. One place, shared with the slow-training answer.
+FUSION_ASSUMPTIONS = {
+    "unfused_kernels": 7,
+    "fused_kernels": 4,
+    "launch_overhead": "4 us",
+    "elementwise_flops": "4 FLOP",
+}
+
 QUESTION = Question(
     id="compiler-fusion",
     title="Explain the optimisations an ML compiler makes, such as kernel fusion, and how they map to the hardware.",
@@ -163,10 +172,7 @@ QUESTION = Question(
         "context": 2048,
         "batch": 8,
         "prompt": 4096,
-        "unfused_kernels": 7,
-        "fused_kernels": 4,
-        "launch_overhead": "4 us",
-        "elementwise_flops": "4 FLOP",
+        **FUSION_ASSUMPTIONS,
     },
     changeable=(
         "model",

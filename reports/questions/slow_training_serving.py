@@ -8,7 +8,7 @@ from derive.derivations import costs
 from derive.derivations.attention_memory import attention_memory
 from derive.derivations.utilisation import utilisation
 from derive.sheet import Prose, Quantity, Section
-from reports.questions.compiler_fusion import chain
+from reports.questions.compiler_fusion import FUSION_ASSUMPTIONS, chain
 from reports.questions.decode_bandwidth_bound import placement, roofline_figure
 
 
@@ -143,10 +143,7 @@ QUESTION = Question(
         "prompt": 4096,
         "measured_step_time": "12 ms",
         "recompute_fraction": "1/3",
-        "unfused_kernels": 7,
-        "fused_kernels": 4,
-        "launch_overhead": "4 us",
-        "elementwise_flops": "4 FLOP",
+        **FUSION_ASSUMPTIONS,
     },
     changeable=(
         "model",
