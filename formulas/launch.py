@@ -11,11 +11,8 @@ import sympy
 from derive.formula import formula
 from derive.symbols import define
 from formulas.fusion import t_l
-from formulas.notation import L, t_step
+from formulas.notation import L, k_l, t_step
 
-k_l = define(
-    "eager_kernels_per_layer", "k_eager", "", r"k_{eager}", "kernels one layer launches in eager mode (assumed)"
-)
 t_node = define(
     "graph_node_overhead",
     "t_gnode",

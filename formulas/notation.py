@@ -53,6 +53,9 @@ N_mm = define(
     "matmul_params", "N_mm", "parameter", r"N_{mm}", "parameters each token multiplies through (head included)"
 )
 
+# Kernels, shared by the launch-overhead and step-budget formulas.
+k_l = define("kernels_per_layer", "k_l", "", "k_l", "kernels one layer launches per step")
+
 # Per-token cache and attention work, from the shapes.
 v_kv = define("kv_values_per_token", "v_kv", "1/token", r"v_{kv}", "values cached per token of context")
 a = define(

@@ -13,7 +13,7 @@ division with one operand taken wrongly.
 from derive.formula import formula
 from derive.symbols import define
 from formulas.moe import W_read
-from formulas.notation import BW, B, L, M, P, W, k, kv_total, n, t_mem, t_step, tau
+from formulas.notation import BW, B, L, M, P, W, k, k_l, kv_total, n, t_mem, t_step, tau
 from formulas.prefill import S_o, S_p, e2e, eta_bw, ttft
 from formulas.sharding import BW_link, b_a, v_d
 from formulas.utilisation import D_gpu, F_step, t_meas
@@ -44,7 +44,6 @@ alpha_ar = define(
 t_ar = define(
     "budget_allreduce_time", "t_AR", "second", r"t_{ar}", "tensor-parallel all-reduce time of one decode step"
 )
-k_l = define("budget_kernels_per_layer", "k_ker", "", r"k_l", "kernels launched per layer in one step")
 t_k = define("budget_kernel_gap", "t_kgap", "second", r"t_k", "idle GPU time between two consecutive kernels")
 t_launch = define(
     "budget_launch_gap_time", "t_gaps", "second", r"t_{launch}", "idle GPU time between the kernels of one step"
