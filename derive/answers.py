@@ -126,7 +126,7 @@ def _seed_order(source: str) -> tuple[int, ...]:
 def question(question_id: str) -> Question:
     bank = questions()
     if question_id not in bank:
-        from derive.catalog import closest
+        from derive.names import closest
 
         raise DeriveError(
             f"unknown question '{question_id}'", f"{closest(question_id, bank)}Run 'derive answer --list' to see them"

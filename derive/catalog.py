@@ -6,10 +6,9 @@ catalog is an error that lists the known names and suggests the closest.
 
 from __future__ import annotations
 
-import difflib
 import json
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache, cached_property, lru_cache
 from importlib.resources import files
@@ -18,8 +17,11 @@ from typing import Any
 
 import sympy
 
-from derive.config import ModelConfig, read_config
+from derive.architecture.build import ModelFormulas, model_formulas
+from derive.architecture.families import read_architecture
+from derive.architecture.model import Architecture
 from derive.errors import CatalogError, DeriveError
+from derive.names import closest
 
 # Bytes per stored value for each number format.
 DTYPE_BYTES: dict[str, sympy.Rational] = {
@@ -31,12 +33,6 @@ DTYPE_BYTES: dict[str, sympy.Rational] = {
     "fp4": sympy.Rational(1, 2),
     "int4": sympy.Rational(1, 2),
 }
-
-
-def closest(name: str, known: Iterable[str]) -> str:
-    """'Did you mean ...? ' for the nearest known name, or ''."""
-    match = difflib.get_close_matches(name.lower(), list(known), n=1, cutoff=0.5)
-    return f"Did you mean '{match[0]}'? " if match else ""
 
 
 def dtype_bytes(dtype: str, option: str = "--dtype") -> sympy.Rational:
@@ -55,16 +51,14 @@ class Model:
 
     name: str
     title: str
-    config: ModelConfig
+    config: Architecture
     source: str
     published_total: int | None = None
     published_active: int | None = None
     published_source: str = ""
 
     @cached_property
-    def formulas(self):  # type: ignore[no-untyped-def]
-        from formulas.params import model_formulas
-
+    def formulas(self) -> ModelFormulas:
         return model_formulas(self.config)
 
 
@@ -151,7 +145,7 @@ def load_model(name: str) -> Model:
     return Model(
         name=key,
         title=entry["title"],
-        config=read_config(raw, key),
+        config=read_architecture(raw, key),
         source=raw.get("_source", ""),
         published_total=entry.get("published_total"),
         published_active=entry.get("published_active"),
@@ -178,7 +172,7 @@ def load_config_path(path: str | Path) -> Model:
     except OSError as exc:
         raise CatalogError(f"cannot read '{file}': {exc.strerror}", "Check the path and its permissions") from None
     name = file.parent.name or file.stem
-    config = read_config(raw, name)
+    config = read_architecture(raw, name)
     title = raw.get("_name_or_path") if isinstance(raw, dict) and isinstance(raw.get("_name_or_path"), str) else name
     return Model(name=name, title=str(title), config=config, source=str(file))
 

@@ -10,28 +10,10 @@ import importlib
 
 from derive.errors import DeriveError
 
-# The formula modules `derive check` imports (tests may add one).
-MODULES = [
-    "formulas.memory",
-    "formulas.flops",
-    "formulas.roofline",
-    "formulas.intensity",
-    "formulas.prefill",
-    "formulas.moe",
-    "formulas.energy",
-    "formulas.utilisation",
-    "formulas.sharding",
-    "formulas.attention_memory",
-    "formulas.claim",
-    "formulas.decode_overheads",
-    "formulas.fusion",
-    "formulas.launch",
-    "formulas.ratios",
-    "formulas.roofline_points",
-    "formulas.static_batching",
-    "formulas.step_budget",
-    "formulas.training",
-]
+from formulas import MODULES as _LIBRARY_MODULES
+
+# The formula modules `derive check` imports: the library's own list (tests may add one).
+MODULES = [f"formulas.{name}" for name in _LIBRARY_MODULES]
 
 
 def run(modules: list[str] | None = None) -> tuple[str, int]:

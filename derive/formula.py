@@ -87,18 +87,23 @@ class Library:
         return formula
 
     def extended(self, formulas: tuple[Formula, ...] | list[Formula]) -> Library:
-        """A copy of this library with more formulas (a model's own, say)."""
+        """A copy of this library with a model's own formulas, which replace the library's of the same name.
+
+        A hybrid model defines kv_bytes_per_sequence as a sum over its layer kinds; every derivation that
+        looks the formula up in its work's library then uses the model's.
+        """
         copy = Library()
         copy._by_name, copy._by_symbol = dict(self._by_name), dict(self._by_symbol)
         for f in formulas:
-            copy.add(f)
+            copy._by_name[f.name] = f
+            copy._by_symbol[f.defines.symbol] = f
         return copy
 
     def get(self, name: str) -> Formula:
         try:
             return self._by_name[name]
         except KeyError:
-            from derive.catalog import closest
+            from derive.names import closest
 
             raise DeriveError(
                 f"unknown formula '{name}'",

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 
 from derive.catalog import _gpu_index, _model_index, gpu_names, load_gpu, load_model, model_names
+from derive.derivations.common import model_library
+from derive.evaluate import evaluate
 from derive.units import format_quantity
+from formulas import notation as sym
 
 
 def models(as_json: bool = False) -> str:
@@ -13,14 +16,17 @@ def models(as_json: bool = False) -> str:
     for name in model_names():
         model = load_model(name)
         cfg = model.config
-        kind = "MoE" if cfg.is_moe else "dense"
-        attention = "MLA" if cfg.is_mla else ("GQA" if cfg.kv_heads < cfg.heads else "MHA")
+        library = model_library(model)
+        shapes = dict(model.formulas.shapes)
         rows.append(
             {
                 "name": name,
                 "title": model.title,
                 "family": cfg.family,
-                "kind": f"{kind}, {attention}",
+                "kind": "MoE" if cfg.is_moe else "dense",
+                "layers": " + ".join(f"{shapes[k.layers]} {k.tag}" for k in model.formulas.kinds),
+                "total_params": int(evaluate(sym.N.symbol, dict(shapes), library)),
+                "active_params": int(evaluate(sym.N_act.symbol, dict(shapes), library)),
                 "published_total": model.published_total,
                 "published_active": model.published_active,
                 "aliases": _model_index()[name].get("aliases", []),
@@ -28,12 +34,13 @@ def models(as_json: bool = False) -> str:
         )
     if as_json:
         return json.dumps(rows, indent=2) + "\n"
-    lines = [f"{'name':<15} {'title':<17} {'family':<12} {'kind':<11} {'parameters':>20}  aliases"]
+    keys = ("name", "family", "kind", "layers")
+    widths = {key: max(len(key), *(len(str(r[key])) for r in rows)) for key in keys}
+    head = "  ".join(f"{key:<{widths[key]}}" for key in keys)
+    lines = [f"{head}  {'parameters':>17}  {'active':>17}  aliases"]
     for r in rows:
-        count = f"{r['published_total']:,}" if r["published_total"] else "-"
-        lines.append(
-            f"{r['name']:<15} {r['title']:<17} {r['family']:<12} {r['kind']:<11} {count:>20}  {', '.join(r['aliases'])}"
-        )
+        cells = "  ".join(f"{str(r[key]):<{widths[key]}}" for key in keys)
+        lines.append(f"{cells}  {r['total_params']:>17,}  {r['active_params']:>17,}  {', '.join(r['aliases'])}")
     return "\n".join(lines) + "\n"
 
 
@@ -82,8 +89,7 @@ def gpus(as_json: bool = False) -> str:
 
 
 def formulas(as_json: bool = False) -> str:
-    import formulas as _library  # noqa: F401  (defines every formula)
-    from derive.formula import LIBRARY
+    from formulas import library
     from derive.render import latex, text
 
     rows = [
@@ -95,7 +101,7 @@ def formulas(as_json: bool = False) -> str:
             "meaning": f.meaning,
             "source": f.source,
         }
-        for f in LIBRARY
+        for f in library()
     ]
     if as_json:
         return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"

@@ -24,9 +24,8 @@ import numpy as np
 import sympy
 
 from derive.catalog import Model, load_model
-from derive.config import ModelConfig
+from derive.architecture.model import Architecture
 from derive.evaluate import evaluate
-from derive.formula import LIBRARY
 from formulas import notation as sym
 from formulas import prefill as pf
 
@@ -140,7 +139,7 @@ def matmul_ceiling(plan: Plan) -> Ceiling:
 class Gpt2:
     """GPT-2's forward pass in numpy: LayerNorm, fused QKV, causal attention with a KV cache, GELU MLP, tied head."""
 
-    def __init__(self, cfg: ModelConfig, seed: int = 0) -> None:
+    def __init__(self, cfg: Architecture, seed: int = 0) -> None:
         rng = np.random.default_rng(seed)
         d, f, self.heads = cfg.hidden, cfg.intermediate, cfg.heads
         self.head_dim = cfg.head_dim
@@ -236,8 +235,8 @@ def _library_costs(model: Model, batch: int, tokens: int, phase: str) -> tuple[s
         flops = evaluate(sym.B.symbol * sym.tau.symbol * (sym.F.symbol + sym.S.symbol * sym.a.symbol), values, library)
     else:
         values[pf.S_p] = sympy.Integer(tokens)
-        moved = evaluate(LIBRARY.get("prefill_memory_time").expr.as_numer_denom()[0], values, library)
-        flops = evaluate(LIBRARY.get("prefill_compute_time").expr.as_numer_denom()[0], values, library)
+        moved = evaluate(library.get("prefill_memory_time").expr.as_numer_denom()[0], values, library)
+        flops = evaluate(library.get("prefill_compute_time").expr.as_numer_denom()[0], values, library)
     return moved, flops
 
 
@@ -245,7 +244,7 @@ def run(plan: Plan, progress: Callable[[str], None] = lambda _: None) -> Measure
     base = load_model("gpt2")
     cfg = base.config
     if plan.layers or plan.vocab:
-        cfg = replace(cfg, layers=plan.layers or cfg.layers, vocab=plan.vocab or cfg.vocab)
+        cfg = cfg.with_layers(plan.layers or cfg.layers, plan.vocab or cfg.vocab)
     model = replace(
         base, config=cfg, title=base.title + (" (quick: fewer layers and vocabulary)" if cfg != base.config else "")
     )

@@ -60,7 +60,8 @@ def how(solution: Solution) -> str:
     """In words, how a closed form was found."""
     if solution.kind == "limit":
         return f"the limit of {text(solution.lhs)} as {text(solution.variable.symbol)} → ∞"
-    return f"{text(solution.lhs)} = {text(solution.rhs)}, solved for {text(solution.variable.symbol)}"
+    solved = f"{text(solution.lhs)} = {text(solution.rhs)}, solved for {text(solution.variable.symbol)}"
+    return solved + (f" ({solution.regime})" if solution.regime else "")
 
 
 def latex(expr: sympy.Expr) -> str:

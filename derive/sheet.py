@@ -110,6 +110,13 @@ class Work:
             self.result(result, formula.defines, value, formula.expr)
         return value
 
+    def solve(self, lhs: sympy.Expr, rhs: sympy.Expr, unknown: Sym):  # type: ignore[no-untyped-def]
+        """lhs = rhs solved for `unknown` in this work's library, the piece that holds picked at its values."""
+        from derive.evaluate import evaluate
+        from derive.solve import solve
+
+        return solve(lhs, rhs, unknown, self.library, at=lambda expr: evaluate(expr, self.values, self.library))
+
     def solved(
         self, solution: Solution, defines: Sym, value: sympy.Expr | None, note: str = "", result: str | None = None
     ) -> None:

@@ -34,6 +34,7 @@ class Solution:
     variable: Sym
     closed_form: sympy.Expr
     roots: tuple[sympy.Expr, ...] = ()
+    regime: str = ""  # for a piecewise equation: the piece the closed form holds on, or why none does
 
     def positive(self, value_of: Callable[[sympy.Expr], sympy.Expr]) -> tuple[Solution, sympy.Expr | None]:
         """The root that is real and positive at the given values (a quadratic has two), and its value."""
@@ -44,8 +45,19 @@ class Solution:
         return self, None
 
 
-def solve(lhs: sympy.Expr, rhs: sympy.Expr, unknown: Sym, library: Library = LIBRARY) -> Solution:
+def solve(
+    lhs: sympy.Expr,
+    rhs: sympy.Expr,
+    unknown: Sym,
+    library: Library = LIBRARY,
+    at: Callable[[sympy.Expr], sympy.Expr] | None = None,
+) -> Solution:
     """Solve lhs = rhs for `unknown`, inlining definitions that contain it.
+
+    Where Min or Max of the unknown make the equation piecewise (a sliding window caps the cache at
+    Min(S, W)), each piece is solved in closed form and a root is kept only on the piece where it holds:
+    `at` evaluates an expression at the problem's values, and picks that piece. Without `at` the closed
+    form is a Piecewise of the pieces' roots, each under its condition.
 
     Raises DeriveError when SymPy finds no closed form, or when the equation's
     sides disagree in units.
@@ -63,22 +75,86 @@ def solve(lhs: sympy.Expr, rhs: sympy.Expr, unknown: Sym, library: Library = LIB
             f"{unknown.key} does not appear in `{lhs} = {rhs}`",
             "Solve for a symbol that one side depends on",
         )
+    pieces = _pieces(lhs_in - rhs_in, unknown.symbol)
+    if len(pieces) == 1:
+        real = _roots(lhs_in, rhs_in, unknown)
+        if not real:
+            raise DeriveError(
+                f"SymPy finds no closed form for {unknown.key} in `{lhs} = {rhs}`",
+                "Evaluate it numerically with 'derive eval' over a range instead",
+            )
+        _check_unit(real[0], unknown)
+        return Solution(unknown, "solve", lhs, rhs, unknown, real[0], tuple(real))
+    return _piecewise(lhs, rhs, lhs_in, rhs_in, unknown, pieces, at)
+
+
+def _roots(lhs: sympy.Expr, rhs: sympy.Expr, unknown: Sym) -> list[sympy.Expr]:
     try:
-        roots = sympy.solve(sympy.Eq(lhs_in, rhs_in), unknown.symbol, simplify=False, rational=False)
+        roots = sympy.solve(sympy.Eq(lhs, rhs), unknown.symbol, simplify=False, rational=False)
     except NotImplementedError:
         roots = []
-    real = [r for r in roots if not r.is_nonpositive and r.is_real is not False]
-    if not real:
-        raise DeriveError(
-            f"SymPy finds no closed form for {unknown.key} in `{lhs} = {rhs}`",
-            "Evaluate it numerically with 'derive eval' over a range instead",
-        )
-    real = [_tidy(r) for r in real]
-    closed = real[0]
+    return [_tidy(r) for r in roots if not r.is_nonpositive and r.is_real is not False]
+
+
+def _check_unit(closed: sympy.Expr, unknown: Sym) -> None:
     found = unit_of(closed)
     if found.dimensionality != unit(unknown.unit).dimensionality:
         raise UnitError(f"the solution for {unknown.key} is [{format(found, 'C')}], not [{unknown.unit}]")
-    return Solution(unknown, "solve", lhs, rhs, unknown, closed, tuple(real))
+
+
+Piece = tuple[dict[sympy.Basic, sympy.Expr], tuple[sympy.Rel, ...]]
+
+
+def _pieces(expr: sympy.Expr, symbol: sympy.Symbol) -> list[Piece]:
+    """Each way of resolving the Min/Max terms that contain `symbol`: the replacement, and when it holds."""
+    extremes = [e for e in expr.atoms(sympy.Min, sympy.Max) if e.has(symbol)]
+    pieces: list[Piece] = [({}, ())]
+    for extreme in sorted(extremes, key=sympy.default_sort_key):
+        grown: list[Piece] = []
+        for chosen in extreme.args:
+            others = [a for a in extreme.args if a != chosen]
+            if isinstance(extreme, sympy.Min):
+                conditions = tuple(sympy.Le(chosen, o, evaluate=False) for o in others)
+            else:
+                conditions = tuple(sympy.Ge(chosen, o, evaluate=False) for o in others)
+            grown += [({**swap, extreme: chosen}, held + conditions) for swap, held in pieces]
+        pieces = grown
+    return pieces
+
+
+def _piecewise(lhs, rhs, lhs_in, rhs_in, unknown, pieces, at) -> Solution:  # type: ignore[no-untyped-def]
+    """Solve each piece; keep the roots that satisfy their piece's conditions."""
+    symbol = unknown.symbol
+    branches: list[tuple[sympy.Expr, sympy.Basic, str]] = []
+    for swap, conditions in pieces:
+        for root in _roots(lhs_in.xreplace(swap), rhs_in.xreplace(swap), unknown):
+            if unit_of(root).dimensionality != unit(unknown.unit).dimensionality:
+                continue  # a count inlined as a pure number (parameters from shapes): not a solution in units
+            held = sympy.And(*[c.xreplace({symbol: root}) for c in conditions])
+            words = " and ".join(f"{_text(c.lhs)} {'≤' if isinstance(c, sympy.Le) else '≥'} {_text(c.rhs)}" for c in conditions)
+            branches.append((root, held, words))
+    if not branches:
+        raise DeriveError(
+            f"SymPy finds no closed form for {unknown.key} in `{lhs} = {rhs}` on any of its pieces",
+            "Evaluate it numerically with 'derive eval' over a range instead",
+        )
+    roots = tuple(root for root, _, _ in branches)
+    if at is not None:
+        for root, held, words in branches:
+            value = at(root)
+            if value.is_finite and value.is_real and value > 0 and bool(at(held)):
+                return Solution(unknown, "solve", lhs, rhs, unknown, root, roots, f"on the piece where {words}")
+        pieces_text = "; ".join(f"{_text(symbol)} = {_text(root)} needs {words}" for root, _, words in branches)
+        closed = sympy.Piecewise(*[(root, held) for root, held, _ in branches])
+        return Solution(unknown, "solve", lhs, rhs, unknown, closed, roots, f"no piece holds ({pieces_text})")
+    closed = sympy.Piecewise(*[(root, held) for root, held, _ in branches])
+    return Solution(unknown, "solve", lhs, rhs, unknown, closed, roots, "piecewise: each root on its piece")
+
+
+def _text(expr: sympy.Basic) -> str:
+    from derive.render import text
+
+    return text(expr)
 
 
 def asymptote(expr: sympy.Expr, variable: Sym, defines: Sym, library: Library = LIBRARY) -> Solution:

@@ -20,7 +20,8 @@ import sympy
 from derive.catalog import dtype_bytes, load_gpu, load_model
 from derive.errors import DeriveError
 from derive.evaluate import evaluate, inline, symbols_of
-from derive.formula import LIBRARY, Library
+from derive.formula import Library
+from formulas import library
 from derive.symbols import Sym
 from formulas import notation as sym
 from formulas import prefill as pf
@@ -83,7 +84,7 @@ def predict_target() -> Target:
 
 
 def formula_target(name: str) -> Target:
-    formula = LIBRARY.get(name)
+    formula = library().get(name)
     return Target(name, {name: (formula.defines.symbol, formula.unit)})
 
 

@@ -69,6 +69,14 @@ def constant(key: str, name: str, value: object, unit_text: str, latex: str, mea
     return define(key, name, unit_text, latex, meaning, value)
 
 
+def tagged(base: Sym, tag: str, meaning: str = "") -> Sym:
+    """The same quantity for one kind of layer: `L` -> `L_swa` ("... (swa layers)"); `base` itself for no tag."""
+    if not tag:
+        return base
+    latex = f"{base.latex}^{{\\mathrm{{{tag}}}}}"
+    return define(f"{base.key}_{tag}", f"{base.name}_{tag}", base.unit, latex, meaning or f"{base.meaning} ({tag} layers)")
+
+
 def alias(key: str, sym: Sym) -> None:
     """Another key users may type for the same quantity ('kv_read_bytes' for 'kv_bytes')."""
     if key in _BY_KEY and _BY_KEY[key] is not sym:

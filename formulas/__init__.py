@@ -1,18 +1,48 @@
 """The formula library: one cost family a module, each formula a few lines.
 
-Importing this package defines (and so unit-checks) every library formula.
+`library()` loads every module in MODULES, which defines (and so unit-checks)
+every formula, and returns the whole library. Nothing else decides which
+formulas exist: `derive formulas`, `derive check`, `derive eval` and every
+derivation see the same set.
 """
 
-from formulas import (  # noqa: F401  (defining is the point)
-    attention_memory,
-    claim,
-    energy,
-    flops,
-    intensity,
-    memory,
-    moe,
-    prefill,
-    roofline,
-    sharding,
-    utilisation,
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from derive.formula import Library
+
+MODULES = (
+    "memory",
+    "flops",
+    "roofline",
+    "prefill",
+    "intensity",
+    "moe",
+    "sharding",
+    "energy",
+    "utilisation",
+    "claim",
+    "attention_memory",
+    "ratios",
+    "roofline_points",
+    "decode_overheads",
+    "launch",
+    "fusion",
+    "static_batching",
+    "step_budget",
+    "training",
 )
+
+
+@cache
+def library() -> Library:
+    """Every library formula, defined and unit-checked once."""
+    from derive.formula import LIBRARY
+
+    for module in MODULES:
+        importlib.import_module(f"formulas.{module}")
+    return LIBRARY

@@ -27,8 +27,29 @@ r_kv = define("kv_lora_rank", "r_kv", "", r"r_{kv}", "MLA key/value latent rank 
 d_nope = define("qk_nope_dim", "d_nope", "", r"d_{nope}", "MLA query/key dimension without rotary")
 d_rope = define("qk_rope_dim", "d_rope", "", r"d_{rope}", "MLA rotary query/key dimension (cached beside the latent)")
 d_v = define("v_head_dim", "d_v", "", "d_v", "MLA value head dimension")
+d_s = define("shared_expert_intermediate", "d_s", "", "d_s", "intermediate size of one shared expert")
+n_idx = define("index_heads", "n_idx", "", r"n_{idx}", "sparse-attention indexer heads")
+d_idx = define("index_head_dim", "d_idx", "", r"d_{idx}", "sparse-attention indexer head dimension (its keys are cached)")
+n_lk = define("linear_key_heads", "n_lk", "", r"n_{lk}", "linear-attention key heads")
+n_lv = define("linear_value_heads", "n_lv", "", r"n_{lv}", "linear-attention value heads")
+d_lk = define("linear_key_dim", "d_lk", "", r"d_{lk}", "linear-attention key head dimension")
+d_lv = define("linear_value_dim", "d_lv", "", r"d_{lv}", "linear-attention value head dimension")
+n_m = define("mamba_heads", "n_m", "", "n_m", "Mamba-2 heads")
+d_m = define("mamba_head_dim", "d_m", "", "d_m", "Mamba-2 head dimension")
+d_st = define("ssm_state", "d_st", "", r"d_{st}", "Mamba-2 state size per head and group")
+g_m = define("mamba_groups", "g_m", "", "g_m", "Mamba-2 groups sharing B and C")
+c_cv = define("conv_kernel", "c_cv", "", r"c_{cv}", "causal convolution kernel width (linear attention, Mamba)")
+g_o = define("output_groups", "g_o", "", "g_o", "groups of DeepSeek V4's grouped output projection")
+r_o = define("o_lora_rank", "r_o", "", "r_o", "rank of DeepSeek V4's output projection, per group")
+m_c = define("compress_ratio", "m_c", "", "m_c", "tokens compressed into one cached entry (DeepSeek V4)")
+n_hc = define("hyper_connections", "n_hc", "", r"n_{hc}", "hyper-connection residual streams")
 
-# Parameter counts, from the shapes (formulas/params.py).
+# Token spans that cap what a layer attends to and caches (tokens of one sequence).
+S_win = define("sliding_window", "S_win", "token/sequence", r"S_{win}", "tokens a sliding-window layer attends to")
+S_chunk = define("attention_chunk", "S_chunk", "token/sequence", r"S_{chunk}", "tokens of a chunked-attention chunk")
+S_top = define("index_topk", "S_top", "token/sequence", r"S_{top}", "tokens the sparse-attention indexer selects")
+
+# Parameter counts, from the shapes (derive/architecture/build.py).
 N = define("total_params", "N", "parameter", "N", "parameters in the checkpoint")
 N_act = define("active_params", "N_act", "parameter", r"N_{act}", "parameters one token uses")
 N_emb = define(
@@ -43,11 +64,21 @@ N_routed = define(
 N_routed_act = define(
     "active_routed_params", "N_routed_act", "parameter", r"N_{routed,act}", "routed expert parameters one token uses"
 )
+N_rb = define(
+    "router_correction_params",
+    "N_rb",
+    "parameter",
+    r"N_{rb}",
+    "router score-correction biases (stored in the checkpoint; a buffer in transformers)",
+)
 N_shared = define("shared_expert_params", "N_shared", "parameter", r"N_{shared}", "shared expert parameters")
 N_norm = define("norm_params", "N_norm", "parameter", r"N_{norm}", "normalisation parameters (elementwise: no matmul)")
 N_head = define("head_params", "N_head", "parameter", r"N_{head}", "LM head parameters stored apart from the embedding")
 N_lm = define(
     "lm_head_matmul_params", "N_lm", "parameter", r"N_{lm}", "parameters of the LM head matmul (V x d, tied or not)"
+)
+N_res = define(
+    "residual_params", "N_res", "parameter", r"N_{res}", "residual-stream mixing parameters (hyper-connections)"
 )
 N_mm = define(
     "matmul_params", "N_mm", "parameter", r"N_{mm}", "parameters each token multiplies through (head included)"
@@ -66,9 +97,26 @@ a = define(
     "attention FLOPs per query token, per cached token of its sequence",
 )
 
+s_st = define("state_values", "s_st", "1/sequence", r"s_{st}", "recurrent-state values one sequence keeps")
+q_cv = define("conv_state_values", "q_cv", "1/sequence", r"q_{cv}", "convolution-window values one sequence keeps")
+f_st = define(
+    "state_flops_per_token", "f_st", "FLOP/token", r"f_{st}", "FLOPs per token to update and read recurrent state"
+)
+a_idx = define(
+    "index_flops_per_cached_token",
+    "a_idx",
+    "FLOP*sequence/token**2",
+    r"a_{idx}",
+    "sparse-attention indexer FLOPs per query token, per cached token",
+)
+
 # Number formats.
 b_w = define("weight_dtype_bytes", "b_w", "byte/parameter", "b_w", "bytes per stored weight")
 b_kv = define("kv_dtype_bytes", "b_kv", "byte", r"b_{kv}", "bytes per cached value")
+b_st = define("state_dtype_bytes", "b_st", "byte", r"b_{st}", "bytes per recurrent-state value (linear attention, Mamba)")
+b_x = define(
+    "expert_dtype_bytes", "b_x", "byte/parameter", "b_x", "bytes per routed-expert weight, as the checkpoint ships them"
+)
 
 # Constants.
 c_mac = constant(
@@ -83,6 +131,8 @@ c_mac = constant(
 # Workload.
 B = define("batch", "B", "sequence", "B", "sequences decoded together")
 S = define("context", "S", "token/sequence", "S", "tokens of context each sequence holds")
+S_p = define("prompt", "S_p", "token/sequence", r"S_p", "prompt tokens per sequence")
+S_o = define("output", "S_o", "token/sequence", r"S_o", "output tokens per sequence")
 tau = define("tokens_per_step", "tau", "token/sequence", r"\tau", "tokens each sequence gains per forward pass")
 
 # Accelerator and parallelism.
@@ -95,6 +145,16 @@ n = define("tp", "n", "", "n", "tensor-parallel degree (accelerators sharing eac
 W = define("weight_bytes", "W", "byte", "W", "bytes of weights")
 k = define("kv_bytes_per_token", "k", "byte/token", "k", "KV-cache bytes per token of context")
 kv_seq = define("kv_bytes_per_sequence", "K_seq", "byte/sequence", r"K_{seq}", "KV-cache bytes of one sequence")
+K_pr = define(
+    "prompt_kv_bytes_per_sequence", "K_pr", "byte/sequence", r"K_{pr}", "KV-cache bytes one sequence holds after its prompt"
+)
+F_pre = define(
+    "prefill_attention_flops_per_token",
+    "F_pre",
+    "FLOP/token",
+    r"F_{pre}",
+    "attention FLOPs per prompt token, averaged over a causal prompt of S_p tokens",
+)
 kv_total = define("kv_bytes", "K", "byte", "K", "KV-cache bytes of the batch (read once per decode step)")
 alias("kv_read_bytes", kv_total)
 F = define("weight_flops_per_token", "F", "FLOP/token", "F", "matmul FLOPs per token through the weights")

@@ -7,10 +7,8 @@ import sympy
 
 from derive.formula import formula
 from derive.symbols import define
-from formulas.notation import BW, B, F, P, W, a, k, n, t_step, tau
+from formulas.notation import BW, B, F, F_pre, K_pr, P, S_o, S_p, W, a, k, n, t_step, tau
 
-S_p = define("prompt", "S_p", "token/sequence", r"S_p", "prompt tokens per sequence")
-S_o = define("output", "S_o", "token/sequence", r"S_o", "output tokens per sequence")
 eta_bw = define("bandwidth_efficiency", "eta_bw", "", r"\eta_{bw}", "fraction of peak bandwidth achieved")
 eta_f = define("flops_efficiency", "eta_f", "", r"\eta_{f}", "fraction of peak FLOP/s achieved")
 t_pm = define(
@@ -29,16 +27,26 @@ S_pref = define(
     "prompt length at which prefill turns compute-bound",
 )
 
+prompt_kv_bytes_per_sequence = formula(
+    K_pr, S_p.symbol * k.symbol, "After its prompt a sequence caches every prompt token (a model with windows caps it)."
+)
+
+prefill_attention_flops_per_token = formula(
+    F_pre,
+    S_p.symbol * a.symbol / 2,
+    "Causal masking: the prompt token at position p attends to p tokens, S_p/2 on average (a window caps it).",
+)
+
 prefill_memory_time = formula(
     t_pm,
-    (W.symbol + B.symbol * S_p.symbol * k.symbol) / (n.symbol * eta_bw.symbol * BW.symbol),
+    (W.symbol + B.symbol * K_pr.symbol) / (n.symbol * eta_bw.symbol * BW.symbol),
     "The prompt pass reads the weights once and writes each prompt token's KV.",
 )
 
 prefill_compute_time = formula(
     t_pc,
-    B.symbol * S_p.symbol * (F.symbol + S_p.symbol * a.symbol / 2) / (n.symbol * eta_f.symbol * P.symbol),
-    "Every prompt token goes through the weights and attends causally to the S_p/2 tokens before it, on average.",
+    B.symbol * S_p.symbol * (F.symbol + F_pre.symbol) / (n.symbol * eta_f.symbol * P.symbol),
+    "Every prompt token goes through the weights and attends causally to the tokens before it.",
 )
 
 time_to_first_token = formula(ttft, sympy.Max(t_pm.symbol, t_pc.symbol), "Roofline of the prompt pass.")

@@ -7,7 +7,8 @@ FLOPs split evenly, communication not counted (formulas/sharding.py adds it).
 import sympy
 
 from derive.formula import formula
-from formulas.notation import BW, B, B_max, F, M, P, R, S, W, a, kv_seq, kv_total, n, t_comp, t_mem, t_step, tau
+from formulas.flops import F_att
+from formulas.notation import BW, B, B_max, F, M, P, R, W, kv_seq, kv_total, n, t_comp, t_mem, t_step, tau
 
 memory_time = formula(
     t_mem,
@@ -18,7 +19,7 @@ memory_time = formula(
 
 compute_time = formula(
     t_comp,
-    B.symbol * tau.symbol * (F.symbol + S.symbol * a.symbol) / (n.symbol * P.symbol),
+    B.symbol * tau.symbol * (F.symbol + F_att.symbol) / (n.symbol * P.symbol),
     "Each sequence's new tokens go through the weights and attend over its cached context.",
 )
 

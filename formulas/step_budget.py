@@ -13,8 +13,8 @@ division with one operand taken wrongly.
 from derive.formula import formula
 from derive.symbols import define
 from formulas.moe import W_read
-from formulas.notation import BW, B, L, M, P, W, k, k_l, kv_total, n, t_mem, t_step, tau
-from formulas.prefill import S_o, S_p, e2e, eta_bw, ttft
+from formulas.notation import BW, B, K_pr, L, M, P, W, k_l, kv_total, n, t_mem, t_step, tau
+from formulas.prefill import S_o, e2e, eta_bw, ttft
 from formulas.sharding import BW_link, b_a, v_d
 from formulas.utilisation import D_gpu, F_step, t_meas
 
@@ -144,7 +144,7 @@ U_moe = define(
 U_sp = define("mfu_sparse_peak", "MFU_sp", "", r"\mathrm{MFU}_{sp}", "MFU against the sparse datasheet headline")
 
 kv_bytes_at_prompt = formula(
-    K_p, B.symbol * S_p.symbol * k.symbol, "The batch's cache as if each sequence held only its prompt."
+    K_p, B.symbol * K_pr.symbol, "The batch's cache as if each sequence held only its prompt."
 )
 mbu_without_kv = formula(
     U_nokv,

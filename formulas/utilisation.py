@@ -7,7 +7,8 @@ could do in the time it took. They need a measured step time; the roofline
 
 from derive.formula import formula
 from derive.symbols import define
-from formulas.notation import BW, B, F, P, S, W, a, kv_total, n, t_step, tau
+from formulas.flops import F_att
+from formulas.notation import BW, B, F, P, W, kv_total, n, t_step, tau
 
 t_meas = define("measured_step_time", "t_meas", "second", r"t_{meas}", "decode step time measured on the server")
 D_gpu = define("step_bytes_per_gpu", "D_gpu", "byte", r"D_{gpu}", "bytes each accelerator must read in one step")
@@ -34,7 +35,7 @@ step_bytes_per_gpu = formula(
 
 step_flops = formula(
     F_step,
-    B.symbol * tau.symbol * (F.symbol + S.symbol * a.symbol),
+    B.symbol * tau.symbol * (F.symbol + F_att.symbol),
     "Each new token goes through the weights and attends over its sequence's cache (the roofline's compute term).",
 )
 

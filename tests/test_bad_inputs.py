@@ -14,6 +14,28 @@ LLAMA = {
     "intermediate_size": 128,
     "vocab_size": 100,
 }
+# A two-layer gpt-oss: one sliding-window layer, one full.
+GPT_OSS = {
+    **LLAMA,
+    "model_type": "gpt_oss",
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "sliding_window": 8,
+    "max_position_embeddings": 64,
+    "layer_types": ["sliding_attention", "full_attention"],
+}
+NEMOTRON = {
+    **LLAMA,
+    "model_type": "nemotron_h",
+    "hybrid_override_pattern": "M*",
+    "mamba_num_heads": 4,
+    "mamba_head_dim": 8,
+    "ssm_state_size": 8,
+    "n_groups": 2,
+    "conv_kernel": 4,
+}
 
 # Config files: (name, file content, what the message must say).
 CONFIGS = [
@@ -38,12 +60,12 @@ CONFIGS = [
     (
         "heads do not divide hidden",
         json.dumps({**LLAMA, "num_attention_heads": 5}).encode(),
-        "5 attention heads do not divide hidden size 64",
+        "num_attention_heads=5 does not divide hidden_size=64",
     ),
     (
         "kv heads do not divide heads",
         json.dumps({**LLAMA, "num_key_value_heads": 3}).encode(),
-        "3 key/value heads do not divide 4 attention heads",
+        "num_key_value_heads=3 does not divide num_attention_heads=4",
     ),
     ("negative layers", json.dumps({**LLAMA, "num_hidden_layers": -2}).encode(), "'num_hidden_layers' is -2"),
     ("zero vocab", json.dumps({**LLAMA, "vocab_size": 0}).encode(), "'vocab_size' is 0"),
@@ -56,6 +78,41 @@ CONFIGS = [
         "'tie_word_embeddings' is 'yes', not true or false",
     ),
     ("mixtral without experts", json.dumps({**LLAMA, "model_type": "mixtral"}).encode(), "lacks 'num_local_experts'"),
+    (
+        "a layer kind derive cannot describe",
+        json.dumps({**GPT_OSS, "layer_types": ["sliding_attention", "retention"]}).encode(),
+        "'layer_types' has a layer of kind 'retention', which derive cannot describe",
+    ),
+    (
+        "layer_types shorter than the layers",
+        json.dumps({**GPT_OSS, "layer_types": ["full_attention"]}).encode(),
+        "'layer_types' has 1 entries but num_hidden_layers is 2",
+    ),
+    (
+        "a window larger than the context limit",
+        json.dumps({**GPT_OSS, "sliding_window": 4096}).encode(),
+        "'sliding_window' is 4,096, larger than max_position_embeddings 64",
+    ),
+    (
+        "a hybrid pattern of the wrong length",
+        json.dumps({**NEMOTRON, "hybrid_override_pattern": "M*M"}).encode(),
+        "'hybrid_override_pattern' has 3 entries but num_hidden_layers is 2",
+    ),
+    (
+        "an unknown hybrid layer",
+        json.dumps({**NEMOTRON, "hybrid_override_pattern": "MX"}).encode(),
+        "'hybrid_override_pattern' has a layer of kind 'X'",
+    ),
+    (
+        "layers beyond any model",
+        json.dumps({**LLAMA, "num_hidden_layers": 10**12}).encode(),
+        "'num_hidden_layers' is 1000000000000, not a whole number from 1 to 1,000,000,000",
+    ),
+    (
+        "text_config not an object",
+        json.dumps({**LLAMA, "model_type": "qwen3_vl", "text_config": [1]}).encode(),
+        "'text_config' is not an object",
+    ),
     (
         "deepseek without MLA rank",
         json.dumps({**LLAMA, "model_type": "deepseek_v3", "v_head_dim": 16}).encode(),

@@ -81,14 +81,16 @@ def test_unsupported_family(run, write_config):
     assert_error(
         run("params", "--config", str(write_config({"model_type": "bert"}))),
         "config for model: model_type 'bert' is not supported. Supported families: deepseek_v2, "
-        "deepseek_v3, gemma2, gpt2, llama, mistral, mixtral, phi3, qwen2",
+        "deepseek_v3, deepseek_v32, deepseek_v4, gemma2, gemma4, glm_moe_dsa, gpt2, gpt_oss, llama, llama4, "
+        "minimax_m2, mistral, mixtral, nemotron_h, phi3, qwen2, qwen3, qwen3_5, qwen3_5_moe, qwen3_moe, "
+        "qwen3_vl, step3p7",
     )
 
 
 def test_heads_must_divide_hidden(run, write_config):
     assert_error(
         run("params", "--config", str(write_config({**VALID_LLAMA, "num_attention_heads": 5}))),
-        "config for model: 5 attention heads do not divide hidden size 64. "
+        "config for model: num_attention_heads=5 does not divide hidden_size=64. "
         "Give 'head_dim' explicitly or fix the head count",
     )
 
@@ -96,7 +98,8 @@ def test_heads_must_divide_hidden(run, write_config):
 def test_negative_shape_in_config(run, write_config):
     assert_error(
         run("params", "--config", str(write_config({**VALID_LLAMA, "num_hidden_layers": -2}))),
-        "config for model: 'num_hidden_layers' is -2, not a whole number >= 1. Fix the value in the config.json",
+        "config for model: 'num_hidden_layers' is -2, not a whole number from 1 to 1,000,000,000. "
+        "Fix the value in the config.json",
     )
 
 

@@ -54,7 +54,7 @@ def test_terminal_output_is_a_worked_derivation(run):
     assert result.exit_code == 0
     out = result.stdout
     assert "defaults used: gpu=h100, dtype=bf16, context=2048, tp=2" in out
-    assert "B_knee = P·W/(BW·F·τ + BW·S·a·τ - K_seq·P)" in out
+    assert "B_knee = P·W/(BW·F·τ + BW·F_att·τ - K_seq·P)" in out
     assert "first_limit                memory_capacity" in out
 
 

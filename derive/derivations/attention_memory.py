@@ -5,7 +5,6 @@ from __future__ import annotations
 from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, start
 from derive.derivations.sharding import activation_format
-from derive.formula import LIBRARY
 from derive.sheet import Sheet
 from formulas import attention_memory as attention_formulas  # noqa: F401  (defines the formulas used by name)
 from formulas import notation as sym
@@ -20,14 +19,14 @@ def attention_memory(setup: Setup) -> Sheet:
     work.given(b_a, dtype_bytes(activation_format(setup)), activation_format(setup))
     work.given(sym.S, setup.context, "default" if "context" in setup.defaults else "--context")
     for name in ("attention_scores_per_token_pair", "attention_io_values_per_token"):
-        work.compute(LIBRARY.get(name))
+        work.compute(work.library.get(name))
     work.heading("Naive: the score matrices go through HBM")
-    work.compute(LIBRARY.get("naive_score_bytes_per_layer"), "naive_score_bytes_per_layer")
-    work.compute(LIBRARY.get("naive_score_bytes"), "naive_score_bytes")
+    work.compute(work.library.get("naive_score_bytes_per_layer"), "naive_score_bytes_per_layer")
+    work.compute(work.library.get("naive_score_bytes"), "naive_score_bytes")
     work.heading("Tiled (FlashAttention): only Q, K, V and O")
-    work.compute(LIBRARY.get("flash_attention_bytes"), "flash_bytes")
-    work.compute(LIBRARY.get("naive_attention_bytes"))
-    work.compute(LIBRARY.get("attention_traffic_ratio"), "traffic_ratio")
+    work.compute(work.library.get("flash_attention_bytes"), "flash_bytes")
+    work.compute(work.library.get("naive_attention_bytes"))
+    work.compute(work.library.get("attention_traffic_ratio"), "traffic_ratio")
     work.note(
         "counted per query head and layer: S written, read by the softmax, P written, read by PV (four passes "
         "over S x S); the causal mask does not shrink what a naive kernel stores"

@@ -8,7 +8,6 @@ import sympy
 
 from derive.derivations.common import Setup, accelerator, decode_inputs, parallelism, start
 from derive.evaluate import over
-from derive.formula import LIBRARY
 from derive.sheet import Sheet
 from derive.simulate import POLICIES, Outcome, StepTimes, simulate, workload
 from derive.units import format_quantity
@@ -38,7 +37,7 @@ def step_times(setup: Setup, traffic: Traffic) -> tuple[Sheet, StepTimes]:
     # Decode steps see the prompt plus, on average, half the reply.
     work.values[sym.S] = sympy.Integer(setup.prompt) + mean_reply / 2
     work.values.pop(sym.kv_seq)
-    work.compute(LIBRARY.get("kv_bytes_per_sequence"))
+    work.compute(work.library.get("kv_bytes_per_sequence"))
     parallelism(work, setup, gpu)
     work.given(pf.S_p, setup.prompt, "--prompt")
     for eta in (pf.eta_bw, pf.eta_f):
@@ -53,7 +52,7 @@ def step_times(setup: Setup, traffic: Traffic) -> tuple[Sheet, StepTimes]:
         "prefill_compute_time",
         "ttft",
     ):
-        work.compute(LIBRARY.get(name))
+        work.compute(work.library.get(name))
     decode = over(sym.t_step.symbol, sym.B, work.values, work.library)
     prefill = over(pf.ttft.symbol, sym.B, work.values, work.library)
     table = StepTimes(

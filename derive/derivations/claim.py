@@ -14,9 +14,7 @@ from derive.derivations.common import (
 )
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
-from derive.formula import LIBRARY
 from derive.sheet import Sheet, Work
-from derive.solve import solve
 from derive.units import format_quantity
 from formulas import claim as cl
 from formulas import notation as sym
@@ -41,9 +39,9 @@ def claim(setup: Setup) -> Sheet:
     work.given(sym.B, 1, "one user")
 
     work.heading("The bandwidth floor at batch 1")
-    work.compute(LIBRARY.get("kv_bytes"))
-    work.compute(LIBRARY.get("memory_time"))
-    floor = work.compute(LIBRARY.get("floor_tokens_per_s_per_user"), "floor_tokens_per_s_per_user")
+    work.compute(work.library.get("kv_bytes"))
+    work.compute(work.library.get("memory_time"))
+    floor = work.compute(work.library.get("floor_tokens_per_s_per_user"), "floor_tokens_per_s_per_user")
     verdict = "impossible as stated" if setup.claim > floor else "within the floor"
     work.note(
         f"the claim is {float(setup.claim / floor):.3g} x the bandwidth floor of "
@@ -51,15 +49,15 @@ def claim(setup: Setup) -> Sheet:
     )
 
     work.heading("What would have to be true")
-    bits = solve(cl.r_floor.symbol, cl.r_claim.symbol, sym.b_w, work.library)
+    bits = work.solve(cl.r_floor.symbol, cl.r_claim.symbol, sym.b_w)
     needed = _positive(evaluate(bits.closed_form, work.values, work.library))
     work.solved(bits, cl.b_w_req, needed, "" if needed else "no weight format: one sequence's cache alone is too slow")
     if needed is not None:
-        work.compute(LIBRARY.get("required_bits_per_weight"), "required_bits_per_weight")
+        work.compute(work.library.get("required_bits_per_weight"), "required_bits_per_weight")
     else:
-        work.result("required_bits_per_weight", cl.q_req, None, LIBRARY.get("required_bits_per_weight").expr)
+        work.result("required_bits_per_weight", cl.q_req, None, work.library.get("required_bits_per_weight").expr)
 
-    passes = solve(cl.r_floor.symbol, cl.r_claim.symbol, sym.tau, work.library)
+    passes = work.solve(cl.r_floor.symbol, cl.r_claim.symbol, sym.tau)
     tau_needed = evaluate(passes.closed_form, work.values, work.library)
     work.solved(
         passes, cl.tau_req, tau_needed, "from speculative decoding, with free drafts", result="required_tokens_per_pass"
@@ -79,7 +77,7 @@ def _speculation_note(work: Work, tau_needed: sympy.Expr) -> None:
     # Verifying tau tokens a pass costs tau times the weight FLOPs: past t_mem the pass is compute-bound.
     values = {s: v for s, v in work.values.items() if s not in (sym.t_comp, sym.tau)}
     values[sym.tau] = tau_needed
-    compute = evaluate(LIBRARY.get("compute_time").expr, values, work.library)
+    compute = evaluate(work.library.get("compute_time").expr, values, work.library)
     if compute > work.values[sym.t_mem]:
         work.note(
             f"verifying {float(tau_needed):.3g} tokens a pass takes {format_quantity(compute, 'second')} at peak, "
@@ -91,16 +89,16 @@ def _speculation_note(work: Work, tau_needed: sympy.Expr) -> None:
 def _aggregate(work: Work, setup: Setup, n: int) -> None:
     """The claimed figure read as aggregate tokens/s: the batch at which the bandwidth-bound rate meets it."""
     work.given(cl.R_claim, setup.claim, "--claim, read as all users together", inline=True)
-    batch = solve(cl.R_mem.symbol, cl.R_claim.symbol, sym.B, work.library)
+    batch = work.solve(cl.R_mem.symbol, cl.R_claim.symbol, sym.B)
     at = _positive(evaluate(batch.closed_form, work.values, work.library))
     work.solved(batch, cl.B_claim, at, "" if at else "no batch: the cache reads outgrow the weights' share")
     if at is None:
         return
     values = {s: v for s, v in work.values.items() if s not in (sym.B, sym.kv_total, sym.t_mem, sym.t_comp)}
     values[sym.B] = at
-    memory = evaluate(LIBRARY.get("memory_time").expr, dict(values), work.library)
-    compute = evaluate(LIBRARY.get("compute_time").expr, dict(values), work.library)
-    holds = evaluate(LIBRARY.get("max_batch_by_memory").expr, dict(values), work.library)
+    memory = evaluate(work.library.get("memory_time").expr, dict(values), work.library)
+    compute = evaluate(work.library.get("compute_time").expr, dict(values), work.library)
+    holds = evaluate(work.library.get("max_batch_by_memory").expr, dict(values), work.library)
     line = f"read as aggregate throughput, the claim needs about {float(at):.3g} users at once"
     if compute > memory:
         line += "; there the step is compute-bound, so it needs more"

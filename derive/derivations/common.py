@@ -9,7 +9,10 @@ import sympy
 from derive.catalog import Gpu, Model, dtype_bytes
 from derive.errors import DeriveError, FitError
 from derive.evaluate import evaluate
-from derive.formula import LIBRARY, Library
+from derive.architecture.build import kind_name
+from derive.formula import Formula, Library
+from derive.symbols import Sym
+from formulas import library
 from derive.sheet import Sheet, Work
 from formulas import notation as sym
 
@@ -67,7 +70,8 @@ class Setup:
 
 
 def model_library(model: Model) -> Library:
-    return LIBRARY.extended(model.formulas.all())
+    """The whole library, with the model's own formulas (its counts, and its costs where its layers differ)."""
+    return library().extended(model.formulas.all())
 
 
 def start(command: str, title: str, setup: Setup) -> Work:
@@ -78,22 +82,65 @@ def start(command: str, title: str, setup: Setup) -> Work:
 
 
 def model_notes(work: Work, setup: Setup) -> None:
-    cfg = setup.model.config
-    if cfg.sliding_window and setup.context > cfg.sliding_window:
+    arch = setup.model.config
+    for note in arch.notes:
+        work.note(note)
+    capped = [f"{tokens:,} ({kind_name(tag)})" for tag, tokens in arch.windows.items() if setup.context > tokens]
+    if capped:
         work.note(
-            f"{setup.model.name} uses a {cfg.sliding_window}-token sliding window; a rolling-buffer cache holds "
-            f"at most that many tokens per layer, so the figures here (full context cached) are an upper bound"
+            f"at {setup.context:,} tokens the windowed layers hold only their last {', '.join(capped)} tokens: "
+            "their cache and attention stop growing there"
         )
-    if cfg.quantization and setup.dtype != "fp8" and "fp8" in cfg.quantization:
-        work.note(f"the checkpoint ships {cfg.quantization} weights; pass --dtype fp8 to size it as shipped")
+    if arch.max_context and setup.context > arch.max_context:
+        work.note(
+            f"{setup.context:,} tokens is beyond the {arch.max_context:,} positions of {setup.model.name}'s config"
+        )
+    if arch.quantization and setup.dtype != "fp8" and "fp8" in arch.quantization:
+        work.note(f"the checkpoint ships {arch.quantization} weights; pass --dtype fp8 to size it as shipped")
+    if arch.expert_format:
+        work.note(
+            f"the routed experts are sized as the checkpoint ships them ({arch.expert_format}); the rest in {setup.dtype}"
+        )
+
+
+# Bytes per value of the formats a checkpoint may keep its experts or its recurrent state in.
+_FORMAT_BYTES = {"mxfp4": (sympy.Rational(17, 32), "mxfp4: 4-bit values and one 8-bit scale per 32 (OCP MX v1.0)")}
+
+
+def cache_formulas(model: Model) -> list[Formula]:
+    """The model's per-token cache and state formulas (values, bytes), without its FLOP counts."""
+    return [f for f in model.formulas.per_token if "FLOP" not in f.unit]
+
+
+def flop_formulas(model: Model) -> list[Formula]:
+    return [f for f in model.formulas.per_token if "FLOP" in f.unit]
 
 
 def kv_values(work: Work, setup: Setup, compute: bool = True) -> None:
     kv_format = setup.kv_format
     work.given(sym.b_kv, dtype_bytes(kv_format, "--kv-dtype"), kv_format)
+    arch = setup.model.config
+    if any(kind.state_values is not None for kind in setup.model.formulas.kinds):
+        state = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(arch.state_dtype, kv_format)
+        work.given(sym.b_st, dtype_bytes(state), f"{state}: the recurrent state's dtype in the config")
     work.given(sym.S, setup.context, "--context" if "context" not in setup.defaults else "default")
     if compute:
-        work.compute(setup.model.formulas.per_token[0])  # values cached per token: GQA or MLA
+        for formula in cache_formulas(setup.model):
+            work.compute(formula)
+
+
+def weight_format(work: Work, setup: Setup) -> None:
+    """b_w, and b_x where the checkpoint stores its routed experts in a format of their own."""
+    work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
+    expert_format = setup.model.config.expert_format
+    if expert_format:
+        size, note = _FORMAT_BYTES.get(expert_format, (dtype_bytes(expert_format), f"{expert_format}, as shipped"))
+        work.given(sym.b_x, size, note)
+        work.given(sym.N_routed, _count_of(work, setup, sym.N_routed), "from the config: derive params")
+
+
+def _count_of(work: Work, setup: Setup, target: Sym) -> sympy.Expr:
+    return evaluate(target.symbol, dict(setup.model.formulas.shapes), work.library)
 
 
 def aggregates(work: Work, setup: Setup) -> None:
@@ -140,13 +187,13 @@ def accelerator(work: Work, setup: Setup, gpu: Gpu | None = None, compute: bool 
 def decode_inputs(work: Work, setup: Setup) -> None:
     """Weights, cache and per-token work of the model in the chosen dtypes: W, k, K_seq, F."""
     aggregates(work, setup)
-    work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
+    weight_format(work, setup)
     kv_values(work, setup, compute=False)
     work.given(sym.tau, 1, "no speculative decoding")
     for count_formula in setup.model.formulas.per_token:
         work.compute(count_formula)
     for name in ("weight_bytes", "kv_bytes_per_token", "kv_bytes_per_sequence", "weight_flops_per_token"):
-        work.compute(LIBRARY.get(name))
+        work.compute(work.library.get(name))
 
 
 def parallelism(work: Work, setup: Setup, gpu: Gpu) -> int:
@@ -164,7 +211,7 @@ def fits_beside_weights(work: Work, setup: Setup, gpu: Gpu, result: str | None =
     """B_max from its formula, or a FitError (with the TP that would do) when not one sequence fits."""
     from derive.units import format_quantity
 
-    max_batch = work.compute(LIBRARY.get("max_batch_by_memory"), result)
+    max_batch = work.compute(work.library.get("max_batch_by_memory"), result)
     if max_batch >= 1:
         return max_batch
     weights, one_sequence, tp = work.values[sym.W], work.values[sym.kv_seq], work.values[sym.n]

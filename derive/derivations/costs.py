@@ -9,9 +9,7 @@ import sympy
 from derive.derivations.common import Setup, accelerator, decode_inputs, model_notes, parallelism, start
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
-from derive.formula import LIBRARY
 from derive.sheet import Given, Sheet, Work
-from derive.solve import solve
 from derive.symbols import Sym
 from derive.units import format_quantity
 from formulas import flops as fl
@@ -30,12 +28,12 @@ def flops(setup: Setup) -> Sheet:
     decode_inputs(work, setup)
     work.given(sym.N_act, evaluate(sym.N_act.symbol, dict(model.formulas.shapes), work.library), "config")
     work.heading("Beyond 2N")
-    work.compute(LIBRARY.get("attention_flops_per_token"), "attention_flops_per_token")
-    work.compute(LIBRARY.get("prompt_attention_flops_per_token"), "prompt_attention_flops_per_token")
-    total = work.compute(LIBRARY.get("flops_per_token"), "flops_per_token")
-    rule = work.compute(LIBRARY.get("two_n_flops_per_token"), "two_n_flops_per_token")
-    work.compute(LIBRARY.get("non_arithmetic_params"), "non_arithmetic_params")
-    crossing = solve(fl.F_att.symbol, sym.F.symbol, sym.S, work.library)
+    work.compute(work.library.get("attention_flops_per_token"), "attention_flops_per_token")
+    work.compute(work.library.get("prompt_attention_flops_per_token"), "prompt_attention_flops_per_token")
+    total = work.compute(work.library.get("flops_per_token"), "flops_per_token")
+    rule = work.compute(work.library.get("two_n_flops_per_token"), "two_n_flops_per_token")
+    work.compute(work.library.get("non_arithmetic_params"), "non_arithmetic_params")
+    crossing = work.solve(fl.F_att.symbol, sym.F.symbol, sym.S)
     at = _positive(evaluate(crossing.closed_form, work.values, work.library))
     work.solved(
         crossing,
@@ -62,9 +60,9 @@ def fit(setup: Setup) -> Sheet:
     work.sheet.inputs["count"] = setup.count
     weights = work.values[sym.W]
     for name in ("weight_bytes", "kv_bytes_per_sequence"):
-        work.result(name, LIBRARY.get(name).defines, work.values[LIBRARY.get(name).defines], LIBRARY.get(name).expr)
-    fitting = work.compute(LIBRARY.get("max_batch_by_memory"))
-    work.result("max_sequences", sym.B_max, max(fitting, 0), LIBRARY.get("max_batch_by_memory").expr)
+        work.result(name, work.library.get(name).defines, work.values[work.library.get(name).defines], work.library.get(name).expr)
+    fitting = work.compute(work.library.get("max_batch_by_memory"))
+    work.result("max_sequences", sym.B_max, max(fitting, 0), work.library.get("max_batch_by_memory").expr)
     if fitting < 1:
         work.note(
             f"the weights ({format_quantity(weights, 'byte')}) leave no room for a sequence: "
@@ -81,12 +79,12 @@ def intensity(setup: Setup) -> Sheet:
     gpu = accelerator(work, setup)
     work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
     work.heading("Per operation")
-    gemm = work.compute(LIBRARY.get("gemm_intensity"))
+    gemm = work.compute(work.library.get("gemm_intensity"))
     for name in ("qkv_intensity", "mlp_intensity", "lm_head_intensity"):
-        work.result(name, it.I_w, gemm, LIBRARY.get("gemm_intensity").expr)
-    attention = work.compute(LIBRARY.get("attention_intensity"), "attention_intensity")
-    ridge = work.compute(LIBRARY.get("ridge_intensity"), "ridge_intensity")
-    flip = solve(it.I_w.symbol, it.I_att.symbol, sym.B, work.library)
+        work.result(name, it.I_w, gemm, work.library.get("gemm_intensity").expr)
+    attention = work.compute(work.library.get("attention_intensity"), "attention_intensity")
+    ridge = work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
+    flip = work.solve(it.I_w.symbol, it.I_att.symbol, sym.B)
     work.solved(
         flip,
         it.B_flip,
@@ -117,11 +115,13 @@ def crossover_kv_weights(setup: Setup) -> Sheet:
     work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
     del work.values[sym.kv_seq]  # S is the unknown now: K_seq must be derived from it, not given
     del work.values[sym.S]
-    crossing = solve(sym.kv_total.symbol, sym.W.symbol, sym.S, work.library)
-    context = evaluate(crossing.closed_form, work.values, work.library)
+    crossing = work.solve(sym.kv_total.symbol, sym.W.symbol, sym.S)
+    context = _positive(evaluate(crossing.closed_form, work.values, work.library))
+    if context is None:
+        return _no_crossover(work, setup, crossing)
     work.solved(crossing, sym.S, context, result="crossover_context")
-    work.compute(LIBRARY.get("kv_bytes_per_sequence"))
-    kv_bytes = work.compute(LIBRARY.get("kv_bytes"), "kv_bytes_at_crossover")
+    work.compute(work.library.get("kv_bytes_per_sequence"))
+    kv_bytes = work.compute(work.library.get("kv_bytes"), "kv_bytes_at_crossover")
     work.note(
         f"at the crossover the batch's cache ({format_quantity(kv_bytes, 'byte')}) equals the weights: "
         f"the step reads twice the weight bytes, and needs memory for both"
@@ -134,6 +134,24 @@ def crossover_kv_weights(setup: Setup) -> Sheet:
     return work.sheet
 
 
+def _no_crossover(work: Work, setup: Setup, crossing) -> Sheet:  # type: ignore[no-untyped-def]
+    """Windows and fixed state cap the cache: say so, with the most a sequence ever caches."""
+    work.solved(crossing, sym.S, None, "the KV reads never reach the weight reads", result="crossover_context")
+    work.result("kv_bytes_at_crossover", sym.kv_total, None)
+    windows = setup.model.config.windows
+    if windows:
+        longest = max(windows.values())
+        work.given(sym.S, max(longest, 1), "past the longest window the cache stops growing", inline=True)
+        ceiling = work.compute(work.library.get("kv_bytes"))
+        work.note(
+            f"past {longest:,} tokens the cache stops growing: the batch's cache never exceeds "
+            f"{format_quantity(ceiling, 'byte')}, below the {format_quantity(work.values[sym.W], 'byte')} of weights"
+        )
+    else:
+        work.note("the cache grows too slowly with context to reach the weights at any context")
+    return work.sheet
+
+
 def crossover_prefill(setup: Setup) -> Sheet:
     work = start("crossover prefill", f"Prompt length where prefill turns compute-bound: {setup.model.title}", setup)
     decode_inputs(work, setup)
@@ -142,8 +160,8 @@ def crossover_prefill(setup: Setup) -> Sheet:
     work.given(sym.n, 1, "per accelerator: tensor parallelism divides both times alike")
     for eta in (pf.eta_bw, pf.eta_f):
         work.given(eta, 1, "a floor: peak figures")
-    work.compute(LIBRARY.get("ridge_intensity"), "ridge_intensity")
-    crossing, tokens = solve(pf.t_pm.symbol, pf.t_pc.symbol, pf.S_p, work.library).positive(
+    work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
+    crossing, tokens = work.solve(pf.t_pm.symbol, pf.t_pc.symbol, pf.S_p).positive(
         lambda root: evaluate(root, work.values, work.library)
     )
     work.solved(crossing, pf.S_pref, tokens, "longer prompts are compute-bound", result="compute_bound_prompt_tokens")
@@ -178,15 +196,15 @@ def predict(setup: Setup) -> Sheet:
     work.sheet.inputs.update({"prompt": setup.prompt, "output": setup.output})
     work.heading("Prefill")
     for name in ("prefill_memory_time", "prefill_compute_time"):
-        work.compute(LIBRARY.get(name))
-    work.compute(LIBRARY.get("ttft"), "ttft")
+        work.compute(work.library.get(name))
+    work.compute(work.library.get("ttft"), "ttft")
     work.heading("Decode (at the mean context, prompt plus half the output)")
     for name in ("kv_bytes", "memory_time", "compute_time", "step_time"):
-        work.compute(LIBRARY.get(name))
-    work.compute(LIBRARY.get("tpot"), "tpot")
-    work.compute(LIBRARY.get("decode_throughput"))
-    work.result("throughput", pf.R_dec, work.values[pf.R_dec], LIBRARY.get("decode_throughput").expr)
-    work.compute(LIBRARY.get("e2e_latency"), "e2e_latency")
+        work.compute(work.library.get(name))
+    work.compute(work.library.get("tpot"), "tpot")
+    work.compute(work.library.get("decode_throughput"))
+    work.result("throughput", pf.R_dec, work.values[pf.R_dec], work.library.get("decode_throughput").expr)
+    work.compute(work.library.get("e2e_latency"), "e2e_latency")
     memory = work.values[sym.n] * gpu.memory
     # The batch's cache at the end of its output, as the sweep's fit check counts it.
     needed = work.values[sym.W] + setup.batch * (setup.prompt + setup.output) * work.values[sym.k]

@@ -20,7 +20,6 @@ from derive.derivations.common import (
 from derive.derivations.moe import roofline_moe_note
 from derive.errors import DeriveError, FitError
 from derive.evaluate import evaluate
-from derive.formula import LIBRARY
 from derive.sheet import Note, Sheet, Work
 from derive.symbols import Sym
 from derive.units import format_quantity
@@ -65,7 +64,7 @@ def at_batch(work: Work, batch: object, note: str) -> None:
     """Set B part-way through the sheet and recompute the step at it."""
     work.given(sym.B, batch, note, inline=True)
     for name in _STEP:
-        work.compute(LIBRARY.get(name))
+        work.compute(work.library.get(name))
 
 
 def evaluate_at(work: Work, batch: sympy.Expr, wanted: tuple[Sym, ...]) -> dict[Sym, sympy.Expr]:
@@ -87,13 +86,13 @@ def energy(setup: Setup) -> Sheet:
 
     work.heading(f"Energy per token at batch {setup.batch:,}")
     at_batch(work, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
-    work.compute(LIBRARY.get("throughput"))
-    work.compute(LIBRARY.get("step_energy"))
-    work.compute(LIBRARY.get("energy_per_token"), "joules_per_token")
+    work.compute(work.library.get("throughput"))
+    work.compute(work.library.get("step_energy"))
+    work.compute(work.library.get("energy_per_token"), "joules_per_token")
 
     # The other batches are evaluated aside: a sheet's worked lines show its final values.
     work.heading("The same at batch 1 and at the largest batch memory holds")
-    per_token = LIBRARY.get("energy_per_token")
+    per_token = work.library.get("energy_per_token")
     ends = {}
     for batch, name in ((sympy.Integer(1), "joules_per_token_batch1"), (largest, "joules_per_token_max_batch")):
         figures = evaluate_at(work, batch, (sym.t_step, sym.R, per_token.defines))

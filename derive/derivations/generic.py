@@ -12,12 +12,10 @@ import re
 import sympy
 
 from derive.catalog import dtype_bytes
-from derive.derivations.common import Setup, default_tp, start
+from derive.derivations.common import Setup, default_tp, model_library, start
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
-from derive.formula import LIBRARY
 from derive.sheet import Sheet, Work
-from derive.solve import solve
 from derive.symbols import Sym, all_symbols, by_key
 from derive.units import parse_quantity
 from formulas import notation as sym
@@ -31,7 +29,7 @@ _NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
 def symbol_for(key: str) -> Sym:
     found = by_key(key.strip())
     if found is None:
-        from derive.catalog import closest
+        from derive.names import closest
 
         keys = [s.key for s in all_symbols()]
         raise DeriveError(f"unknown quantity '{key}'", f"{closest(key, keys)}Run 'derive formulas' to list them")
@@ -89,7 +87,7 @@ def scenario(command: str, title: str, setup: Setup, settings: list[str]) -> Wor
 
 
 def evaluate_formula(setup: Setup, name: str, settings: list[str]) -> Sheet:
-    formula = LIBRARY.get(name)
+    formula = model_library(setup.model).get(name)
     work = scenario("eval", f"{formula.name}: {formula.meaning}", setup, settings)
     if formula.defines in work.values:  # --set gave the very quantity: evaluate its formula anyway
         del work.values[formula.defines]
@@ -104,7 +102,7 @@ def solve_equation(setup: Setup, equation: str, unknown_key: str, settings: list
     unknown = symbol_for(unknown_key)
     work = scenario("solve", f"{left.key} = {right.key}, solved for {unknown.key}", setup, settings)
     work.values.pop(unknown, None)
-    solution = solve(left.symbol, right.symbol, unknown, work.library)
+    solution = work.solve(left.symbol, right.symbol, unknown)
     solution, value = solution.positive(lambda root: evaluate(root, work.values, work.library))
     note = "" if value is not None else "no positive solution at these values"
     work.solved(solution, unknown, value, note, result=unknown.key)

@@ -8,7 +8,6 @@ from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, model_notes, start
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
-from derive.formula import LIBRARY
 from derive.sheet import Sheet, Work
 from derive.units import format_quantity
 from formulas import moe
@@ -30,15 +29,15 @@ def experts(setup: Setup) -> Sheet:
     work.given(sym.tau, 1, "no speculative decoding")
 
     work.heading("Routing")
-    work.compute(LIBRARY.get("routed_tokens"))
-    touched = work.compute(LIBRARY.get("experts_touched"), "experts_touched")
+    work.compute(work.library.get("routed_tokens"))
+    touched = work.compute(work.library.get("experts_touched"), "experts_touched")
 
     work.heading("Weights read per step")
-    work.compute(LIBRARY.get("params_per_expert"))
-    work.compute(LIBRARY.get("always_read_params"))
-    read = work.compute(LIBRARY.get("params_read_per_step"), "params_read_per_step")
-    work.compute(LIBRARY.get("bytes_read_per_step"), "bytes_read_per_step")
-    ratio = work.compute(LIBRARY.get("read_vs_active"), "read_vs_active")
+    work.compute(work.library.get("params_per_expert"))
+    work.compute(work.library.get("always_read_params"))
+    read = work.compute(work.library.get("params_read_per_step"), "params_read_per_step")
+    work.compute(work.library.get("bytes_read_per_step"), "bytes_read_per_step")
+    ratio = work.compute(work.library.get("read_vs_active"), "read_vs_active")
     active = work.values[sym.N_act]
     active_formula = next(f for f in model.formulas.totals if f.defines == sym.N_act)
     work.result("active_params", sym.N_act, active, active_formula.expr)

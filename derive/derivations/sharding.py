@@ -10,9 +10,8 @@ from derive.catalog import Gpu, dtype_bytes
 from derive.derivations.common import Setup, default_tp, start
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
-from derive.formula import LIBRARY
 from derive.sheet import Sheet, Work
-from derive.solve import Solution, solve
+from derive.solve import Solution
 from derive.units import format_quantity
 from formulas import notation as sym
 from formulas import sharding as sh
@@ -46,32 +45,32 @@ def shard(setup: Setup) -> Sheet:
 
     work.heading("The layer")
     for name in ("ffn_io_values_per_token", "ffn_hidden_values_per_token", "ffn_params"):
-        work.compute(LIBRARY.get(name))
-    work.compute(LIBRARY.get("ffn_flops"), "flops")
-    work.compute(LIBRARY.get("ffn_weight_bytes"), "weight_bytes")
-    work.compute(LIBRARY.get("ffn_activation_bytes"), "activation_bytes")
+        work.compute(work.library.get(name))
+    work.compute(work.library.get("ffn_flops"), "flops")
+    work.compute(work.library.get("ffn_weight_bytes"), "weight_bytes")
+    work.compute(work.library.get("ffn_activation_bytes"), "activation_bytes")
 
     work.heading("Per accelerator")
     for name in ("ffn_flops_per_gpu", "ffn_weight_bytes_per_gpu", "ffn_activation_bytes_per_gpu"):
-        work.compute(LIBRARY.get(name))
-    work.compute(LIBRARY.get("ffn_allreduce_bytes"), "allreduce_bytes")
+        work.compute(work.library.get(name))
+    work.compute(work.library.get("ffn_allreduce_bytes"), "allreduce_bytes")
 
     work.heading("Three times")
     times = {
-        "compute": work.compute(LIBRARY.get("ffn_compute_time"), "t_compute"),
-        "hbm": work.compute(LIBRARY.get("ffn_hbm_time"), "t_hbm"),
+        "compute": work.compute(work.library.get("ffn_compute_time"), "t_compute"),
+        "hbm": work.compute(work.library.get("ffn_hbm_time"), "t_hbm"),
     }
     if link is not None:
         work.given(sh.BW_link, link[0], link[1])
-        times["network"] = work.compute(LIBRARY.get("ffn_network_time"), "t_network")
+        times["network"] = work.compute(work.library.get("ffn_network_time"), "t_network")
     else:
-        work.result("t_network", sh.t_ffn_net, sympy.Integer(0), LIBRARY.get("ffn_network_time").expr)
+        work.result("t_network", sh.t_ffn_net, sympy.Integer(0), work.library.get("ffn_network_time").expr)
         work.note("one accelerator: no all-reduce, so the network takes no time")
     binding = max(times, key=lambda k: times[k])  # ties go to the first: compute, then HBM
     work.result("binding", None, binding)
 
     work.heading("Where compute overtakes HBM")
-    crossing = _cancelled(solve(sh.t_ffn_comp.symbol, sh.t_ffn_hbm.symbol, sh.T_ffn, work.library))
+    crossing = _cancelled(work.solve(sh.t_ffn_comp.symbol, sh.t_ffn_hbm.symbol, sh.T_ffn))
     at = evaluate(crossing.closed_form, work.values, work.library)
     at = at if at.is_finite and at > 0 else None
     work.solved(

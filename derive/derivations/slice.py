@@ -8,14 +8,23 @@ from __future__ import annotations
 
 import sympy
 
-from derive.catalog import Gpu, dtype_bytes
-from derive.derivations.common import Setup, aggregates, default_tp, fits_beside_weights, kv_values, model_notes, start
+from derive.catalog import Gpu
+from derive.architecture.build import kind_name
+from derive.derivations.common import (
+    Setup,
+    aggregates,
+    default_tp,
+    fits_beside_weights,
+    kv_values,
+    model_notes,
+    start,
+    weight_format,
+)
 from derive.errors import DeriveError
 from derive.evaluate import evaluate, inline
-from derive.formula import LIBRARY
-from derive.sheet import Sheet
-from derive.solve import asymptote, solve
-from derive.symbols import Sym
+from derive.sheet import Sheet, Work
+from derive.solve import asymptote
+from derive.symbols import Sym, by_key
 from derive.units import format_quantity
 from formulas import notation as sym
 
@@ -57,9 +66,10 @@ def kv(setup: Setup) -> Sheet:
     work = start("kv", f"KV cache of {model.title} at {setup.context:,} tokens", setup)
     kv_values(work, setup)
     work.given(sym.B, setup.batch)
-    work.compute(LIBRARY.get("kv_bytes_per_token"), "kv_bytes_per_token")
-    work.compute(LIBRARY.get("kv_bytes_per_sequence"), "kv_bytes_per_sequence")
-    work.compute(LIBRARY.get("kv_bytes"), "kv_bytes")
+    work.compute(work.library.get("kv_bytes_per_token"), "kv_bytes_per_token")
+    per_sequence = work.compute(work.library.get("kv_bytes_per_sequence"), "kv_bytes_per_sequence")
+    work.compute(work.library.get("kv_bytes"), "kv_bytes")
+    by_kind(work, setup, per_sequence)
     model_notes(work, setup)
     if model.config.is_mla:
         work.note("MLA caches one latent vector and one rotary key per layer, shared by all heads")
@@ -68,13 +78,41 @@ def kv(setup: Setup) -> Sheet:
     return work.sheet
 
 
+def by_kind(work: Work, setup: Setup, per_sequence: sympy.Expr) -> None:
+    """One sequence's cache split by layer kind, each a result (`kv_bytes_<tag>`) and a note."""
+    kinds = setup.model.formulas.kinds
+    if len(kinds) < 2 and kinds[0].state_values is None and kinds[0].span is None:
+        return
+    work.heading("By layer kind")
+    values, S = work.values, sym.S.symbol
+    for kind in kinds:
+        terms = sympy.Integer(0)
+        if kind.kv_bytes_per_token is not None:
+            span = S if kind.span is None else sympy.Min(S, kind.span.symbol)
+            terms += span * kind.kv_bytes_per_token.symbol
+            compressed = by_key(f"kv_bytes_per_token_{kind.tag}c")
+            if compressed is not None and compressed in values:
+                ratio = by_key(f"compress_ratio_{kind.tag}") or sym.m_c
+                terms += S / ratio.symbol * compressed.symbol
+        if kind.state_values is not None and kind.conv_values is not None:
+            terms += sym.b_st.symbol * kind.state_values.symbol + sym.b_kv.symbol * kind.conv_values.symbol
+        value = evaluate(terms, values, work.library)
+        name = f"kv_bytes_{kind.tag}"
+        work.result(name, None, value, terms, unit="byte/sequence")
+        share = float(value / per_sequence) if per_sequence else 0.0
+        work.note(
+            f"{kind_name(kind.tag)} layers ({values[kind.layers]} of {values[sym.L]}): "
+            f"{format_quantity(value, 'byte/sequence')} of one sequence's cache ({share:.0%})"
+        )
+
+
 def knee(setup: Setup) -> Sheet:
     model, gpu = setup.model, setup.gpu
     if gpu is None:
         raise DeriveError("knee needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
     work = start("knee", f"Decode knee of {model.title} on {gpu.title}", setup)
     aggregates(work, setup)
-    work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
+    weight_format(work, setup)
     kv_values(work, setup, compute=False)
     peak, peak_note = gpu.peak(setup.dtype)
     work.given(sym.BW, gpu.bandwidth, _figure_note(gpu, "bandwidth"))
@@ -82,14 +120,14 @@ def knee(setup: Setup) -> Sheet:
     work.given(sym.M, gpu.memory, _figure_note(gpu, "memory"))
     work.given(sym.tau, 1, "no speculative decoding")
     work.heading("From the config")
-    work.compute(model.formulas.per_token[0])
-    work.compute(model.formulas.per_token[1])
+    for count_formula in model.formulas.per_token:
+        work.compute(count_formula)
 
     work.heading("Bytes and FLOPs per token")
-    weights = work.compute(LIBRARY.get("weight_bytes"), "weight_bytes")
-    work.compute(LIBRARY.get("kv_bytes_per_token"))
-    one_sequence = work.compute(LIBRARY.get("kv_bytes_per_sequence"))
-    work.compute(LIBRARY.get("weight_flops_per_token"))
+    weights = work.compute(work.library.get("weight_bytes"), "weight_bytes")
+    work.compute(work.library.get("kv_bytes_per_token"))
+    one_sequence = work.compute(work.library.get("kv_bytes_per_sequence"))
+    work.compute(work.library.get("weight_flops_per_token"))
 
     tp = setup.tp
     if tp is None:
@@ -101,12 +139,12 @@ def knee(setup: Setup) -> Sheet:
     work.sheet.inputs["defaults"] = list(setup.defaults) + (["tp"] if setup.tp is None else [])
 
     work.heading("Step time against batch")
-    memory_time, compute_time = LIBRARY.get("memory_time").expr, LIBRARY.get("compute_time").expr
-    knee_solution = solve(memory_time, compute_time, sym.B, work.library)
+    memory_time, compute_time = work.library.get("memory_time").expr, work.library.get("compute_time").expr
+    knee_solution = work.solve(memory_time, compute_time, sym.B)
     knee_value = _positive(evaluate(knee_solution.closed_form, work.values, work.library))
     slope_memory = sympy.diff(inline(memory_time, sym.B, work.library), sym.B.symbol)
     slope_compute = sympy.diff(inline(compute_time, sym.B, work.library), sym.B.symbol)
-    limit_solution = solve(slope_memory, slope_compute, sym.S, work.library)
+    limit_solution = work.solve(slope_memory, slope_compute, sym.S)
     limit_value = _positive(evaluate(limit_solution.closed_form, work.values, work.library))
     work.solved(
         knee_solution,
@@ -125,9 +163,9 @@ def knee(setup: Setup) -> Sheet:
     max_batch = fits_beside_weights(work, setup, gpu, "max_batch_by_memory")
     work.given(sym.B, max_batch, "at the largest batch memory holds", inline=True)
     for name in ("kv_bytes", "memory_time", "compute_time", "step_time"):
-        work.compute(LIBRARY.get(name))
-    at_max = work.compute(LIBRARY.get("throughput"))
-    work.result("throughput_at_max_batch", sym.R_at_max, at_max, LIBRARY.get("throughput").expr)
+        work.compute(work.library.get(name))
+    at_max = work.compute(work.library.get("throughput"))
+    work.result("throughput_at_max_batch", sym.R_at_max, at_max, work.library.get("throughput").expr)
     ceiling = asymptote(sym.R.symbol, sym.B, sym.R_max, work.library)
     ceiling_value = evaluate(ceiling.closed_form, work.values, work.library)
     work.solved(ceiling, sym.R_max, ceiling_value, result="throughput_ceiling")

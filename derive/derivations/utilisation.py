@@ -8,7 +8,6 @@ from derive.derivations.common import Setup, model_notes, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
 from derive.derivations.moe import roofline_moe_note
 from derive.errors import DeriveError
-from derive.formula import LIBRARY
 from derive.sheet import Sheet
 from derive.units import format_quantity
 from formulas import notation as sym
@@ -43,13 +42,13 @@ def utilisation(
     else:
         work.given(u.t_meas, measured_step_time, "measured", inline=True)
     work.given(u.f_rc, recompute_fraction, "decode recomputes nothing" if recompute_fraction == 0 else "given")
-    work.compute(LIBRARY.get("step_bytes_per_gpu"))
-    mbu = work.compute(LIBRARY.get("mbu"), "mbu")
-    work.compute(LIBRARY.get("step_flops"))
-    work.compute(LIBRARY.get("mfu"), "mfu")
-    work.compute(LIBRARY.get("hfu"), "hfu")
-    gap = work.compute(LIBRARY.get("unexplained_time"), "unexplained_time")
-    work.result("roofline_step_time", sym.t_step, floor, LIBRARY.get("step_time").expr)
+    work.compute(work.library.get("step_bytes_per_gpu"))
+    mbu = work.compute(work.library.get("mbu"), "mbu")
+    work.compute(work.library.get("step_flops"))
+    work.compute(work.library.get("mfu"), "mfu")
+    work.compute(work.library.get("hfu"), "hfu")
+    gap = work.compute(work.library.get("unexplained_time"), "unexplained_time")
+    work.result("roofline_step_time", sym.t_step, floor, work.library.get("step_time").expr)
 
     work.note(
         "to measure MBU on a running server: time the decode steps at a steady batch (inter-token latency, "

@@ -7,7 +7,6 @@ from derive.answers import Answer, Inputs, Question
 from derive.derivations import costs
 from derive.derivations.common import model_library
 from derive.evaluate import over
-from derive.formula import LIBRARY
 from derive.sheet import Figure, Prose, Quantity, Section, Work
 from formulas import intensity as it
 from formulas import notation as sym
@@ -41,8 +40,8 @@ def build(inputs: Inputs) -> Answer:
         work = Work(sheet, model_library(setup.model))
         work.heading("Against the ridge")
         if sheet is gqa:
-            work.compute(LIBRARY.get("query_kv_group_ratio"), "query_kv_group_ratio")
-        work.compute(LIBRARY.get("attention_ridge_fraction"), "attention_ridge_fraction")
+            work.compute(work.library.get("query_kv_group_ratio"), "query_kv_group_ratio")
+        work.compute(work.library.get("attention_ridge_fraction"), "attention_ridge_fraction")
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     g, m = gqa.results, mla.results
     q = {

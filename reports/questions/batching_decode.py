@@ -8,7 +8,6 @@ from derive.answers import Answer, Inputs, Question
 from derive.derivations import knee
 from derive.derivations.common import Setup, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
-from derive.formula import LIBRARY
 from derive.sheet import Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 from reports.questions.decode_knee import figures_entry
@@ -20,10 +19,10 @@ def step_at(setup: Setup, batch: int) -> Sheet:
     weights, one_sequence = decode_roofline(work, setup)
     max_batch(work, replace(setup, batch=batch), weights, one_sequence)
     at_batch(work, batch, "the batch")
-    work.compute(LIBRARY.get("throughput"))
-    work.compute(LIBRARY.get("floor_tokens_per_s_per_user"))
+    work.compute(work.library.get("throughput"))
+    work.compute(work.library.get("floor_tokens_per_s_per_user"))
     for name in ("step_time", "throughput", "kv_bytes", "max_batch_by_memory", "floor_tokens_per_s_per_user"):
-        f = LIBRARY.get(name)
+        f = work.library.get(name)
         work.result(name, f.defines, work.values[f.defines], f.expr)
     return work.sheet
 

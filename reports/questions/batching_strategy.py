@@ -5,7 +5,6 @@ from __future__ import annotations
 from derive.answers import Answer, Inputs, Question
 from derive.derivations.common import start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
-from derive.formula import LIBRARY
 from derive.sheet import Prose, Quantity, Section
 from formulas import notation as sym
 from formulas import static_batching as sb
@@ -82,7 +81,7 @@ def build(inputs: Inputs) -> Answer:
     max_batch(work, setup, weights, one_sequence)
     work.heading("A full batch (continuous batching keeps every seat busy)")
     at_batch(work, seats, "seats: at most this many requests at once")
-    continuous = work.compute(LIBRARY.get("throughput"), "continuous_throughput")
+    continuous = work.compute(work.library.get("throughput"), "continuous_throughput")
     work.heading("Static batching: every seat waits for the longest reply")
     work.given(sb.L_lo, inputs["reply_min"], "shortest reply")
     work.given(sb.L_hi, inputs["reply_max"], "longest reply")
@@ -95,7 +94,7 @@ def build(inputs: Inputs) -> Answer:
         "static_wait_tokens",
         "static_wait_time",
     ):
-        work.compute(LIBRARY.get(name), name)
+        work.compute(work.library.get(name), name)
     sheet = work.sheet
     r = sheet.results
     answer = Answer(QUESTION, inputs, Prose("summary", ""))

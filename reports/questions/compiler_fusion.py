@@ -9,7 +9,6 @@ from derive.answers import Answer, Inputs, Question, assumed
 from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, start
 from derive.derivations.sharding import activation_format
-from derive.formula import LIBRARY
 from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import fusion as fu
 from formulas import notation as sym
@@ -21,7 +20,7 @@ def chain(setup: Setup, inputs: Inputs, tokens: int, title: str) -> Sheet:
     """The elementwise/norm chain of every layer for `tokens` tokens: bytes and time, unfused and fused."""
     work = start("fusion", title, setup)
     work.given(b_a, dtype_bytes(activation_format(setup)), activation_format(setup))
-    work.compute(LIBRARY.get("ffn_io_values_per_token"))
+    work.compute(work.library.get("ffn_io_values_per_token"))
     work.given(fu.T_fu, tokens, "tokens in the step")
     work.given(
         fu.n_ew,
@@ -40,9 +39,9 @@ def chain(setup: Setup, inputs: Inputs, tokens: int, title: str) -> Sheet:
         "fusion_launch_saving",
         "fusion_time_saved",
     ):
-        work.compute(LIBRARY.get(name), name)
+        work.compute(work.library.get(name), name)
     work.given(fu.f_ew, assumed(inputs, "elementwise_flops", "FLOP"), "assumed: a norm's few FLOPs per value")
-    work.compute(LIBRARY.get("elementwise_intensity"), "elementwise_intensity")
+    work.compute(work.library.get("elementwise_intensity"), "elementwise_intensity")
     return work.sheet
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from derive.answers import Answer, Inputs, Question, assumed
 from derive.derivations.common import aggregates, start
-from derive.formula import LIBRARY
 from derive.sheet import Prose, Quantity, Section
 from formulas import notation as sym
 from formulas import training as tr
@@ -22,24 +21,24 @@ def build(inputs: Inputs) -> Answer:
     work.given(tr.n_gpu, assumed(inputs, "gpus"), "accelerators in the run")
     work.given(tr.u_tr, assumed(inputs, "mfu"), "assumed: a typical large-run MFU")
     work.heading("What training consumes")
-    work.compute(LIBRARY.get("training_flops_per_token"), "training_flops_per_token")
-    work.compute(LIBRARY.get("training_token_rate"), "training_token_rate")
+    work.compute(work.library.get("training_flops_per_token"), "training_flops_per_token")
+    work.compute(work.library.get("training_token_rate"), "training_token_rate")
     work.given(
         tr.b_tok,
         assumed(inputs, "bytes_per_token", "byte/token"),
         "assumed: raw UTF-8 text, about four bytes per token",
     )
-    work.compute(LIBRARY.get("loader_input_bandwidth"), "input_bandwidth")
+    work.compute(work.library.get("loader_input_bandwidth"), "input_bandwidth")
     work.given(tr.r_core, assumed(inputs, "tokenizer_rate", "token/second"), "assumed: one fast-tokeniser worker")
-    work.compute(LIBRARY.get("tokenizer_workers_needed"), "tokenizer_workers_needed")
+    work.compute(work.library.get("tokenizer_workers_needed"), "tokenizer_workers_needed")
     work.heading("One global batch, loaded without prefetching")
     work.given(tr.G_tok, assumed(inputs, "batch_tokens", "token"), "tokens per optimiser step")
-    work.compute(LIBRARY.get("training_step_time"), "training_step_time")
-    work.compute(LIBRARY.get("batch_input_bytes"), "batch_input_bytes")
+    work.compute(work.library.get("training_step_time"), "training_step_time")
+    work.compute(work.library.get("batch_input_bytes"), "batch_input_bytes")
     work.given(tr.BW_io, assumed(inputs, "storage_bandwidth", "byte/second"), "assumed: shared file system read rate")
     work.given(tr.w_ld, assumed(inputs, "loader_workers"), "assumed: loader processes tokenising online")
-    work.compute(LIBRARY.get("batch_load_time"), "batch_load_time")
-    work.compute(LIBRARY.get("loader_idle_fraction"), "idle_fraction")
+    work.compute(work.library.get("batch_load_time"), "batch_load_time")
+    work.compute(work.library.get("loader_idle_fraction"), "idle_fraction")
     sheet = work.sheet
     r = sheet.results
     answer = Answer(QUESTION, inputs, Prose("summary", ""))

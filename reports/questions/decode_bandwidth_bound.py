@@ -15,7 +15,6 @@ from derive import figures
 from derive.answers import Answer, Inputs, Question, assumed
 from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, decode_inputs, start
-from derive.formula import LIBRARY
 from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 from formulas import roofline_points  # noqa: F401  (defines attainable_flops)
@@ -39,19 +38,19 @@ def decode_step(setup: Setup, inputs: Inputs, title: str) -> Sheet:
     work.given(sym.B, setup.batch, "sequences in the step")
     work.given(sym.n, 1, "one accelerator")
     work.heading("Bytes and FLOPs of one step")
-    work.compute(LIBRARY.get("kv_bytes"), "kv_bytes")
-    work.compute(LIBRARY.get("step_bytes_per_gpu"), "step_bytes")
-    work.compute(LIBRARY.get("step_flops"), "step_flops")
-    work.compute(LIBRARY.get("gemm_intensity"), "gemm_intensity")
+    work.compute(work.library.get("kv_bytes"), "kv_bytes")
+    work.compute(work.library.get("step_bytes_per_gpu"), "step_bytes")
+    work.compute(work.library.get("step_flops"), "step_flops")
+    work.compute(work.library.get("gemm_intensity"), "gemm_intensity")
     work.heading("The accelerator's two roofs")
     assert setup.gpu is not None
     work.given(sym.BW, setup.gpu.bandwidth, "datasheet")
     value, note = peak(setup, inputs)
     work.given(sym.P, value, note)
-    work.compute(LIBRARY.get("ridge_intensity"), "ridge_intensity")
-    work.compute(LIBRARY.get("memory_time"), "memory_time")
-    work.compute(LIBRARY.get("compute_time"), "compute_time")
-    work.compute(LIBRARY.get("step_time"), "step_time")
+    work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
+    work.compute(work.library.get("memory_time"), "memory_time")
+    work.compute(work.library.get("compute_time"), "compute_time")
+    work.compute(work.library.get("step_time"), "step_time")
     return work.sheet
 
 
@@ -61,13 +60,13 @@ def placement(setup: Setup, inputs: Inputs, tokens: int, title: str) -> Sheet:
     work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
     work.given(sym.B, 1 if tokens > 1 else setup.batch, "sequences in the pass")
     work.given(sym.tau, tokens if tokens > 1 else 1, "tokens each sequence puts through the weights in the pass")
-    work.compute(LIBRARY.get("gemm_intensity"), "gemm_intensity")
+    work.compute(work.library.get("gemm_intensity"), "gemm_intensity")
     assert setup.gpu is not None
     work.given(sym.BW, setup.gpu.bandwidth, "datasheet")
     value, note = peak(setup, inputs)
     work.given(sym.P, value, note)
-    work.compute(LIBRARY.get("ridge_intensity"), "ridge_intensity")
-    work.compute(LIBRARY.get("attainable_flops"), "attainable_flops")
+    work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
+    work.compute(work.library.get("attainable_flops"), "attainable_flops")
     return work.sheet
 
 

@@ -17,7 +17,6 @@ from derive.derivations.common import (
 )
 from derive.derivations.sharding import activation_format
 from derive.errors import DeriveError, FitError
-from derive.formula import LIBRARY
 from derive.sheet import Figure, Prose, Quantity, Section
 from derive.units import format_quantity, parse_quantity
 from formulas import decode_overheads  # noqa: F401  (defines the floor split)
@@ -58,16 +57,16 @@ def _sheet(inputs: Inputs):  # type: ignore[no-untyped-def]
         )
 
     work.heading("Why batch 1 is bandwidth-bound")
-    work.compute(LIBRARY.get("gemm_intensity"), "gemm_intensity")
-    work.compute(LIBRARY.get("ridge_intensity"), "ridge_intensity")
+    work.compute(work.library.get("gemm_intensity"), "gemm_intensity")
+    work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
 
     work.heading("The floor")
-    work.compute(LIBRARY.get("weight_read_time"), "weight_read_time")
-    work.compute(LIBRARY.get("kv_bytes"))
-    work.compute(LIBRARY.get("kv_read_time"), "kv_read_time")
-    work.compute(LIBRARY.get("memory_time"))
-    work.compute(LIBRARY.get("compute_time"), "compute_time")
-    work.compute(LIBRARY.get("step_time"), "floor_step_time")
+    work.compute(work.library.get("weight_read_time"), "weight_read_time")
+    work.compute(work.library.get("kv_bytes"))
+    work.compute(work.library.get("kv_read_time"), "kv_read_time")
+    work.compute(work.library.get("memory_time"))
+    work.compute(work.library.get("compute_time"), "compute_time")
+    work.compute(work.library.get("step_time"), "floor_step_time")
 
     work.heading("What keeps a real server above it")
     work.given(
@@ -98,8 +97,8 @@ def _sheet(inputs: Inputs):  # type: ignore[no-untyped-def]
     else:
         work.given(sb.t_ar, 0, "one accelerator: no all-reduce", inline=True)
         work.result("decode_allreduce_time", sb.t_ar, sympy.Integer(0))
-    work.compute(LIBRARY.get("decode_step_estimate"), "decode_step_estimate")
-    work.compute(LIBRARY.get("floor_share_of_step"), "floor_share_of_step")
+    work.compute(work.library.get("decode_step_estimate"), "decode_step_estimate")
+    work.compute(work.library.get("floor_share_of_step"), "floor_share_of_step")
     work.note(
         "the three additions are taken one after another, none overlapped: at batch 1 each all-reduce "
         "sits between two layers' matmuls"

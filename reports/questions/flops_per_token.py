@@ -9,7 +9,6 @@ from derive.answers import Answer, Inputs, Question
 from derive.derivations import costs, params
 from derive.derivations.common import model_library
 from derive.evaluate import over
-from derive.formula import LIBRARY
 from derive.sheet import Figure, Prose, Quantity, Section, Work
 from derive.units import format_quantity
 from formulas import flops as fl
@@ -54,7 +53,8 @@ def build(inputs: Inputs) -> Answer:
     setup = inputs.setup()
     counts = params(setup)
     sheet = costs.flops(setup)
-    Work(sheet, model_library(setup.model)).compute(LIBRARY.get("two_n_ratio"), "two_n_ratio")
+    work = Work(sheet, model_library(setup.model))
+    work.compute(work.library.get("two_n_ratio"), "two_n_ratio")
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     r, v = sheet.results, sheet.values
     q = {

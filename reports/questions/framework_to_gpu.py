@@ -7,7 +7,6 @@ from functools import partial
 from derive import figures
 from derive.answers import Answer, Inputs, Question, assumed
 from derive.derivations.common import start
-from derive.formula import LIBRARY
 from derive.sheet import Figure, Prose, Quantity, Section
 from formulas import fusion as fu
 from formulas import launch as la
@@ -40,7 +39,7 @@ def build(inputs: Inputs) -> Answer:
         "graph_step_time",
         "graph_saving",
     ):
-        work.compute(LIBRARY.get(name), name)
+        work.compute(work.library.get(name), name)
     sheet = work.sheet
     r = sheet.results
     answer = Answer(QUESTION, inputs, Prose("summary", ""))

@@ -16,7 +16,6 @@ from derive.derivations.common import (
     start,
 )
 from derive.evaluate import over
-from derive.formula import LIBRARY
 from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.units import format_quantity
 from formulas import notation as sym
@@ -33,17 +32,17 @@ def _latency(setup: Setup) -> Sheet:
     work.given(sym.n, setup.tp, "the same number of each accelerator")
     work.given(sym.B, 1, "one user")
     work.heading("Batch 1: bandwidth-bound")
-    work.compute(LIBRARY.get("kv_bytes"))
-    work.compute(LIBRARY.get("memory_time"))
-    work.compute(LIBRARY.get("compute_time"))
-    work.compute(LIBRARY.get("step_time"), "batch1_step_time")
+    work.compute(work.library.get("kv_bytes"))
+    work.compute(work.library.get("memory_time"))
+    work.compute(work.library.get("compute_time"))
+    work.compute(work.library.get("step_time"), "batch1_step_time")
     work.heading("One prompt pass: compute-bound")
     work.given(pf.S_p, setup.prompt, "--set prompt")
     for eta in (pf.eta_bw, pf.eta_f):
         work.given(eta, 1, "a floor: peak figures")
-    work.compute(LIBRARY.get("prefill_memory_time"))
-    work.compute(LIBRARY.get("prefill_compute_time"))
-    work.compute(LIBRARY.get("ttft"), "ttft")
+    work.compute(work.library.get("prefill_memory_time"))
+    work.compute(work.library.get("prefill_compute_time"))
+    work.compute(work.library.get("ttft"), "ttft")
     work.note("roofline floors: peak bandwidth and FLOP/s, ideal tensor parallelism, no communication")
     return work.sheet
 

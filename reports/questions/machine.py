@@ -15,7 +15,6 @@ from typing import Any
 import sympy
 
 from derive.derivations.common import Setup, start
-from derive.formula import LIBRARY
 from derive.sheet import Figure, Prose, Quantity, Section
 from formulas import notation as sym
 
@@ -42,7 +41,7 @@ def ceilings_section(setup: Setup, result: dict[str, Any]) -> Section:
     work = start("measure", f"Measured on {described(result)}", setup)
     work.given(sym.BW, sympy.Float(copy["value"], 6), f"measured: {copy['how']}")
     work.given(sym.P, sympy.Float(matmul["value"], 6), f"measured: {matmul['how']}")
-    ridge = work.compute(LIBRARY.get("ridge_intensity"), "measured_ridge_intensity")
+    ridge = work.compute(work.library.get("ridge_intensity"), "measured_ridge_intensity")
     lines = []
     for phase in result["phases"]:
         bound = phase["bound"]

@@ -12,7 +12,6 @@ from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
 from derive.errors import DeriveError
-from derive.formula import LIBRARY
 from derive.sheet import Figure, Prose, Quantity, Section, Sheet, Work
 from formulas import notation as sym
 from formulas import prefill as pf
@@ -28,7 +27,7 @@ def step_floor(work: Work, setup: Setup) -> None:
     max_batch(work, setup, weights, one_sequence)
     work.heading(f"Bandwidth floor at batch {setup.batch:,}")
     at_batch(work, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
-    work.compute(LIBRARY.get("step_bytes_per_gpu"))
+    work.compute(work.library.get("step_bytes_per_gpu"))
 
 
 def buckets(work: Work, setup: Setup, inputs: Mapping[str, Any], allreduce: bool = True) -> None:

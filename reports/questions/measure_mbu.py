@@ -5,7 +5,6 @@ from __future__ import annotations
 from derive.answers import Answer, Inputs, Question, assumed
 from derive.derivations.common import model_library
 from derive.derivations.utilisation import utilisation
-from derive.formula import LIBRARY
 from derive.sheet import Prose, Quantity, Section, Work
 from formulas import notation as sym
 from formulas import prefill as pf
@@ -33,7 +32,7 @@ def build(inputs: Inputs) -> Answer:
     work.compute(sb.mbu_kv_at_prompt, "mbu_kv_at_prompt")
     work.compute(sb.mbu_total_bytes_one_gpu, "mbu_total_bytes_one_gpu")
     for name in ("prefill_memory_time", "prefill_compute_time", "ttft"):
-        work.compute(LIBRARY.get(name))
+        work.compute(work.library.get(name))
     work.compute(sb.wall_time_per_output_token)
     work.compute(sb.mbu_wall_time, "mbu_wall_time")
     work.given(sb.c_sp, 2, "2:4 structured sparsity doubles the datasheet headline (gpus.toml notes)")

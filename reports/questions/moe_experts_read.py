@@ -9,7 +9,6 @@ from derive.answers import Answer, Inputs, Question
 from derive.derivations.common import model_library
 from derive.derivations.moe import experts
 from derive.evaluate import over
-from derive.formula import LIBRARY
 from derive.sheet import Figure, Prose, Quantity, Section, Work
 from derive.units import format_quantity
 from formulas import (
@@ -78,8 +77,8 @@ def build(inputs: Inputs) -> Answer:
     sheet = experts(setup)
     work = Work(sheet, model_library(setup.model))
     work.heading("Against a dense model of the same size")
-    work.compute(LIBRARY.get("read_vs_total"), "read_vs_total")
-    work.compute(LIBRARY.get("active_fraction"), "active_fraction")
+    work.compute(work.library.get("read_vs_total"), "read_vs_total")
+    work.compute(work.library.get("active_fraction"), "active_fraction")
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     r, v = sheet.results, sheet.values
     q = {

@@ -6,7 +6,6 @@ import sympy
 
 from derive.answers import Answer, Inputs, Question
 from derive.derivations.common import Setup, decode_inputs, start
-from derive.formula import LIBRARY
 from derive.sheet import Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 from formulas import prefill as pf
@@ -27,9 +26,9 @@ def prefill_pass(setup: Setup, inputs: Inputs) -> Sheet:
     work.given(pf.S_p, setup.prompt, "prompt tokens")
     for eta in (pf.eta_bw, pf.eta_f):
         work.given(eta, 1, "the ceilings themselves")
-    work.compute(LIBRARY.get("prefill_memory_time"), "prefill_memory_time")
-    work.compute(LIBRARY.get("prefill_compute_time"), "prefill_compute_time")
-    work.compute(LIBRARY.get("ttft"), "prefill_time")
+    work.compute(work.library.get("prefill_memory_time"), "prefill_memory_time")
+    work.compute(work.library.get("prefill_compute_time"), "prefill_compute_time")
+    work.compute(work.library.get("ttft"), "prefill_time")
     return work.sheet
 
 

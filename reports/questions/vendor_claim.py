@@ -3,7 +3,6 @@
 from derive.answers import Answer, Inputs, Question
 from derive.derivations.claim import claim
 from derive.derivations.common import model_library
-from derive.formula import LIBRARY
 from derive.sheet import Prose, Quantity, Section, Work
 from derive.units import parse_quantity
 from formulas import claim as cl
@@ -15,7 +14,8 @@ def _sheet(inputs: Inputs, **overrides):  # type: ignore[no-untyped-def]
     rate = parse_quantity(str(inputs["claim"]), "token/second", "--set claim")
     setup = inputs.setup(claim=rate, **overrides)
     sheet = claim(setup)
-    Work(sheet, model_library(setup.model)).compute(LIBRARY.get("claim_over_floor"), "claim_over_floor")
+    work = Work(sheet, model_library(setup.model))
+    work.compute(work.library.get("claim_over_floor"), "claim_over_floor")
     return setup, sheet
 
 

@@ -1,0 +1,363 @@
+"""An Architecture's formulas: its parameter breakdown, totals, and per-layer-kind cache and FLOP costs.
+
+Every formula is a count over shape symbols (checked like any library formula),
+summed over the model's layer kinds: `N_attn = L_full·(...) + L_lin·(...)`,
+`K_seq = S·k_full + Min(S, S_win)·k_swa + b_st·s_lin + ...`. A model whose layers
+all cache every token with one attention kind keeps the library's own forms
+(`K_seq = S·k`), so its derivation reads as the textbook one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sympy
+
+from derive.architecture.layers import CompressedAttention, Kind, LatentAttention, MoE
+from derive.architecture.model import Architecture
+from derive.errors import CatalogError
+from derive.formula import Formula
+from derive.symbols import Sym, tagged
+from formulas import notation as n
+
+_HF_MODELING = "transformers' modeling code for the family (one term per weight tensor)"
+
+# What a tag names, so that a tagged symbol means one thing in every model.
+KIND_NAMES = {
+    "full": "full-attention",
+    "swa": "sliding-window",
+    "chunk": "chunked-attention",
+    "mla": "latent-attention",
+    "dsa": "sparse latent-attention",
+    "lin": "linear-attention",
+    "ssm": "Mamba-2",
+    "csa": "sparse compressed-attention",
+    "hca": "heavily compressed-attention",
+}
+
+
+def kind_name(tag: str) -> str:
+    return KIND_NAMES.get(tag.rstrip("c") if tag not in KIND_NAMES else tag, tag)
+
+
+@dataclass(frozen=True)
+class KindCost:
+    """One mixer kind of a model, as `derive kv` lists it: its layers, and the symbols of its cache or state."""
+
+    label: str
+    tag: str
+    layers: Sym
+    kv_bytes_per_token: Sym | None  # k_tag, for kinds that cache tokens
+    span: Sym | None  # the window or chunk that caps those tokens
+    state_values: Sym | None  # s_tag, for kinds with recurrent state
+    conv_values: Sym | None
+
+
+@dataclass(frozen=True)
+class ModelFormulas:
+    """A model's count formulas, its cost formulas (overriding the library's where its layers differ), its shapes."""
+
+    parts: tuple[Formula, ...]  # the breakdown of the total
+    totals: tuple[Formula, ...]  # total, active, embedding, matmul
+    per_token: tuple[Formula, ...]  # values cached and attention FLOPs per cached token, per kind
+    costs: tuple[Formula, ...]  # K_seq, F_att, ... as sums over layer kinds (empty for a plain model)
+    shapes: dict[Sym, sympy.Integer]
+    kinds: tuple[KindCost, ...]
+
+    def all(self) -> tuple[Formula, ...]:
+        return self.parts + self.totals + self.per_token + self.costs
+
+
+def _count(defines: Sym, expr: object, source: str = _HF_MODELING) -> Formula:
+    return Formula(defines, sympy.sympify(expr), source, counts=True)
+
+
+class _Symbols:
+    """Which symbol each part uses for each shape and for its layer count."""
+
+    def __init__(self, arch: Architecture) -> None:
+        self.arch = arch
+        self.values: dict[Sym, int] = {n.V: arch.vocab, n.d: arch.hidden, n.L: arch.layers}
+        parts = [p for g in arch.groups for p in g.parts()]
+        distinct = list(dict.fromkeys(parts))
+        seen: dict[Sym, set[int]] = {}
+        for part in distinct:
+            for base, value in part.shapes().items():
+                seen.setdefault(base, set()).add(value)
+        self.conflicts = {base for base, values in seen.items() if len(values) > 1}
+        for part in distinct:
+            for base, value in part.shapes().items():
+                self.values[self.sym(part, base)] = value
+        self.layer_symbols: dict[Kind, Sym] = {}
+        mixers = arch.mixers
+        whole = len(mixers) == 1 and all(g.mixer is not None for g in arch.groups)
+        tags: dict[str, Kind] = {}
+        for mixer in mixers:
+            if mixer.tag in tags and not whole:
+                raise CatalogError(
+                    f"config for {arch.name}: two different {kind_name(mixer.tag)} layers",
+                    "derive describes one shape per layer kind; this model cannot be read",
+                )
+            tags[mixer.tag] = mixer
+            self._layers(mixer, n.L if whole else tagged(n.L, mixer.tag, f"{kind_name(mixer.tag)} layers"))
+        mlps = list(dict.fromkeys(g.mlp for g in arch.groups if g.mlp is not None))
+        moes = list(dict.fromkeys(g.moe for g in arch.groups if g.moe is not None))
+        if len(mlps) > 1 or len(moes) > 1:
+            raise CatalogError(
+                f"config for {arch.name}: MLPs of more than one shape",
+                "derive describes one dense MLP and one MoE shape per model; this model cannot be read",
+            )
+        for mlp in mlps:
+            dense_everywhere = not moes and all(g.mlp is not None for g in arch.groups)
+            self._layers(mlp, n.L if dense_everywhere else n.L_d)
+        for moe in moes:
+            self._layers(moe, n.L_e)
+
+    def _layers(self, part: Kind, symbol: Sym) -> None:
+        self.layer_symbols[part] = symbol
+        self.values[symbol] = sum(g.count for g in self.arch.groups if part in g.parts())
+
+    def sym(self, part: Kind, base: Sym) -> Sym:
+        return tagged(base, part.tag) if base in self.conflicts else base
+
+    def of(self, part: Kind) -> Callable[[Sym], sympy.Symbol]:
+        return lambda base: self.sym(part, base).symbol
+
+    def layers(self, part: Kind) -> sympy.Symbol:
+        return self.layer_symbols[part].symbol
+
+
+def model_formulas(arch: Architecture) -> ModelFormulas:
+    """The parameter breakdown, totals and per-kind cost formulas of one architecture."""
+    syms = _Symbols(arch)
+    d, V = n.d.symbol, n.V.symbol
+    embedding = V * d + (n.n_pos.symbol * d if arch.positions else 0)
+    if arch.positions:
+        syms.values[n.n_pos] = arch.positions
+    parts = [_count(n.N_emb, embedding)]
+    mixers = arch.mixers
+    if mixers:
+        parts.append(_count(n.N_attn, sum(syms.layers(m) * m.weights(syms.of(m)) for m in mixers)))
+    mlp = arch.dense_mlp
+    if mlp is not None:
+        parts.append(_count(n.N_mlp, syms.layers(mlp) * mlp.weights(syms.of(mlp))))
+    moe = arch.moe
+    if moe is not None:
+        s, L_e = syms.of(moe), syms.layers(moe)
+        parts.append(_count(n.N_router, L_e * moe.router(s)))
+        if moe.correction_bias:
+            parts.append(_count(n.N_rb, L_e * s(n.E), _CORRECTION_SOURCE))
+        parts.append(_count(n.N_routed, L_e * s(n.E) * moe.expert(s)))
+        if moe.shared:
+            parts.append(_count(n.N_shared, L_e * moe.shared_experts(s)))
+    if arch.hyper:
+        parts.append(_count(n.N_res, _hyper_connections(arch, syms), _HYPER_SOURCE))
+    parts.append(_count(n.N_norm, _norms(arch, syms)))
+    if not arch.tied:
+        parts.append(_count(n.N_head, V * d))
+    totals = _totals(parts, moe, syms)
+    per_token, costs, kinds = _costs(arch, syms)
+    if arch.expert_format:
+        costs += (_weight_bytes(),)
+    shapes = {sym: sympy.Integer(v) for sym, v in syms.values.items()}
+    return ModelFormulas(tuple(parts), totals, per_token, costs, shapes, kinds)
+
+
+_CORRECTION_SOURCE = (
+    "DeepSeek-V3 (arXiv:2412.19437, sec. 2.1.2): aux-loss-free balancing adds a bias per routed expert to the "
+    "routing scores. The checkpoint stores it (e_score_correction_bias); transformers 5 registers it as a buffer, "
+    "so its parameter count leaves it out."
+)
+
+_HYPER_SOURCE = (
+    "DeepSeek V4's hyper-connections (transformers' modeling_deepseek_v4): per layer, an attention and an FFN "
+    "mixer of n_hc streams, each fn of (2 + n_hc)·n_hc rows over the n_hc·d streams, a base and three scales; "
+    "the head mixes n_hc streams with one scale."
+)
+
+
+def _hyper_connections(arch: Architecture, syms: _Symbols) -> sympy.Expr:
+    syms.values[n.n_hc] = arch.hyper
+    h, d, L = n.n_hc.symbol, n.d.symbol, n.L.symbol
+    mixer = (2 + h) * h * (h * d) + (2 + h) * h + 3
+    return L * 2 * mixer + h * (h * d) + h + 1
+
+
+def _norms(arch: Architecture, syms: _Symbols) -> sympy.Expr:
+    width = 2 * n.d.symbol if arch.layer_norm else n.d.symbol  # a LayerNorm has a bias beside its weight
+    per_layer = {g.norms for g in arch.groups}
+    if len(per_layer) == 1:
+        outside = n.L.symbol * per_layer.pop() * width
+    else:
+        outside = sum(g.count * g.norms for g in arch.groups) * width
+    inside = sum(syms.layers(m) * m.norms(syms.of(m)) for m in arch.mixers)
+    return outside + inside + width
+
+
+def _totals(parts: list[Formula], moe: MoE | None, syms: _Symbols) -> tuple[Formula, ...]:
+    total = Formula(n.N, sum(p.defines.symbol for p in parts), "Sum of the breakdown.")
+    # What one token uses: all but the routed experts it is not sent to.
+    active_terms = [p.defines.symbol for p in parts if p.defines is not n.N_routed]
+    skipped = (n.N_routed, n.N_emb, n.N_norm, n.N_head, n.N_res)
+    matmul_terms = [p.defines.symbol for p in parts if p.defines not in skipped]
+    extra: list[Formula] = []
+    if moe is not None:
+        s = syms.of(moe)
+        extra.append(_count(n.N_routed_act, syms.layers(moe) * s(n.k_e) * moe.expert(s)))
+        active_terms.append(n.N_routed_act.symbol)
+        matmul_terms.append(n.N_routed_act.symbol)
+    # The LM head multiplies every token's hidden state by V x d, tied or not.
+    extra.append(_count(n.N_lm, n.V.symbol * n.d.symbol))
+    matmul_terms.append(n.N_lm.symbol)
+    return (
+        total,
+        *extra,
+        Formula(
+            n.N_act, sum(active_terms), "Parameters on one token's path: the breakdown less the routed experts it skips."
+        ),
+        Formula(
+            n.N_mm,
+            sum(matmul_terms),
+            "Active parameters less the embedding lookup, the norms and the residual mixing, with the head's matmul.",
+        ),
+    )
+
+
+_CACHE_SOURCE = (
+    "Per layer kind, as vLLM's kv_cache_interface.py sizes it: a key and a value per KV head (Pope et al. 2022, "
+    "sec. 2), a latent and a rotary key for MLA (DeepSeek-V2, arXiv:2405.04434, sec. 2.1), indexer keys for "
+    "sparse attention (DeepSeek V3.2 report), at most the window or chunk for windowed layers."
+)
+_FLOP_SOURCE = (
+    "QK^T and AV: one multiply-accumulate (two FLOPs) per head, layer and score or value element, over the "
+    "tokens the layer attends to."
+)
+_STATE_SOURCE = (
+    "Recurrent state per sequence: a d_k x d_v matrix per value head (gated delta-net) or d_m x d_st per head "
+    "(Mamba-2), and the conv window of c_cv - 1 inputs (vLLM's MambaSpec)."
+)
+
+
+def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tuple[Formula, ...], tuple[KindCost, ...]]:
+    mixers = arch.mixers
+    if arch.is_plain:
+        (mixer,) = mixers
+        s, L = syms.of(mixer), syms.layers(mixer)
+        per_token = (
+            _count(n.v_kv, L * mixer.cached_values(s), _CACHE_SOURCE),
+            _count(n.a, 2 * L * mixer.attention_macs(s), _FLOP_SOURCE),
+        )
+        kind = KindCost(mixer.label, mixer.tag, syms.layer_symbols[mixer], n.k, None, None, None)
+        return per_token, (), (kind,)
+
+    S, S_p, b_kv, b_st = n.S.symbol, n.S_p.symbol, n.b_kv.symbol, n.b_st.symbol
+    per_token: list[Formula] = []
+    values, flops_per_cached, kinds = [], [], []
+    cache_at: dict[str, sympy.Expr] = {"S": 0, "S_p": 0}
+    attended: dict[str, sympy.Expr] = {"S": 0, "S_p": 0}  # decode at S; the mean over a prompt of S_p
+    prompt_mean_at_s: sympy.Expr = sympy.Integer(0)
+    for mixer in mixers:
+        s, L = syms.of(mixer), syms.layers(mixer)
+        kv_sym = state_sym = conv_sym = span_sym = None
+        cached = mixer.cached_values(s)
+        if cached != 0:
+            v = tagged(n.v_kv, mixer.tag, f"values the {kind_name(mixer.tag)} layers cache per token of context")
+            kv_sym = tagged(n.k, mixer.tag, f"KV-cache bytes per token of context in the {kind_name(mixer.tag)} layers")
+            a = tagged(n.a, mixer.tag, f"attention FLOPs per query token, per attended token, {kind_name(mixer.tag)} layers")
+            per_token.append(_count(v, L * cached, _CACHE_SOURCE))
+            per_token.append(_count(a, 2 * L * mixer.attention_macs(s), _FLOP_SOURCE))
+            per_token.append(Formula(kv_sym, v.symbol * b_kv, "Cached values per token times bytes per value."))
+            values.append(v.symbol)
+            flops_per_cached.append(a.symbol)
+            span = mixer.span()
+            span_sym = span.symbol
+            cache_at["S"] += span.of(S) * kv_sym.symbol
+            cache_at["S_p"] += span.of(S_p) * kv_sym.symbol
+            if isinstance(mixer, LatentAttention) and mixer.indexer is not None:
+                top = n.S_top.symbol
+                attended["S"] += sympy.Min(S, top) * a.symbol
+                attended["S_p"] += (sympy.Min(S_p, top) - sympy.Min(S_p, top) ** 2 / (2 * S_p)) * a.symbol
+                prompt_mean_at_s += (sympy.Min(S, top) - sympy.Min(S, top) ** 2 / (2 * S)) * a.symbol
+                per_token.append(
+                    _count(n.a_idx, 2 * L * mixer.indexer_macs(s), "The indexer scores every cached token per head.")
+                )
+                attended["S"] += S * n.a_idx.symbol
+                attended["S_p"] += S_p / 2 * n.a_idx.symbol
+                prompt_mean_at_s += S / 2 * n.a_idx.symbol
+            else:
+                attended["S"] += span.of(S) * a.symbol
+                attended["S_p"] += span.prompt_mean(S_p) * a.symbol
+                prompt_mean_at_s += span.prompt_mean(S) * a.symbol
+            if isinstance(mixer, CompressedAttention) and mixer.ratio:
+                per_token.extend(_compressed(mixer, s, L, a, cache_at, attended))
+                prompt_mean_at_s = prompt_mean_at_s + _compressed_prompt_mean(mixer, s, S, a)
+        if mixer.state_values(s) != 0:
+            state_sym = tagged(n.s_st, mixer.tag, f"recurrent-state values one sequence keeps, {kind_name(mixer.tag)} layers")
+            conv_sym = tagged(n.q_cv, mixer.tag, f"conv-window values one sequence keeps, {kind_name(mixer.tag)} layers")
+            f = tagged(n.f_st, mixer.tag, f"FLOPs per token to update and read the {kind_name(mixer.tag)} state")
+            per_token.append(_count(state_sym, L * mixer.state_values(s), _STATE_SOURCE))
+            per_token.append(_count(conv_sym, L * mixer.state_conv_values(s), _STATE_SOURCE))
+            per_token.append(_count(f, 2 * L * mixer.state_macs(s), "Two FLOPs per multiply-accumulate."))
+            state = b_st * state_sym.symbol + b_kv * conv_sym.symbol
+            cache_at["S"] += state
+            cache_at["S_p"] += state
+            for key in attended:
+                attended[key] += f.symbol
+            prompt_mean_at_s += f.symbol
+        kinds.append(KindCost(mixer.label, mixer.tag, syms.layer_symbols[mixer], kv_sym, span_sym, state_sym, conv_sym))
+
+    # Totals before any window caps: what the library's k and a mean for this model.
+    per_token.append(Formula(n.v_kv, sum(values), "Every token-caching layer kind, before any window caps it."))
+    per_token.append(Formula(n.a, sum(flops_per_cached), "Every attention layer kind, before any window caps it."))
+    from formulas.flops import F_att, F_att_avg
+
+    costs = (
+        Formula(n.kv_seq, cache_at["S"], "Each layer kind caches its tokens (at most its window) or keeps its state."),
+        Formula(n.K_pr, cache_at["S_p"], "The same cache after a prompt of S_p tokens."),
+        Formula(F_att, attended["S"], "Each layer kind attends over its span, or updates its state, per token."),
+        Formula(F_att_avg, prompt_mean_at_s, "The same, averaged over a causal prompt of S tokens."),
+        Formula(n.F_pre, attended["S_p"], "The same, averaged over a causal prompt of S_p tokens."),
+    )
+    return tuple(per_token), costs, tuple(kinds)
+
+
+def _compressed(mixer, s, L, a, cache_at, attended):  # type: ignore[no-untyped-def]
+    """DeepSeek V4's compressed entries: one per m_c tokens, cached, attended (or top-k of them, indexed)."""
+    m = s(n.m_c)
+    v = tagged(n.v_kv, mixer.tag + "c", f"values cached per compressed entry, {kind_name(mixer.tag)} layers")
+    kc = tagged(n.k, mixer.tag + "c", f"KV-cache bytes per compressed entry, {kind_name(mixer.tag)} layers")
+    out = [
+        _count(v, L * mixer.compressed_values(s), _CACHE_SOURCE),
+        Formula(kc, v.symbol * n.b_kv.symbol, "Cached values per entry times bytes per value."),
+    ]
+    for key, context in (("S", n.S.symbol), ("S_p", n.S_p.symbol)):
+        entries = context / m
+        cache_at[key] += entries * kc.symbol
+        if mixer.indexer is None:
+            attended[key] += (entries if key == "S" else entries / 2) * a.symbol
+            continue
+        top = n.S_top.symbol
+        chosen = sympy.Min(entries, top)
+        attended[key] += (chosen if key == "S" else chosen - chosen**2 / (2 * entries)) * a.symbol
+        attended[key] += (entries if key == "S" else entries / 2) * n.a_idx.symbol
+    if mixer.indexer is not None:
+        out.append(_count(n.a_idx, 2 * L * mixer.indexer_macs(s), "The indexer scores every compressed entry per head."))
+    return out
+
+
+def _compressed_prompt_mean(mixer, s, context, a):  # type: ignore[no-untyped-def]
+    entries = context / s(n.m_c)
+    if mixer.indexer is None:
+        return entries / 2 * a.symbol
+    chosen = sympy.Min(entries, n.S_top.symbol)
+    return (chosen - chosen**2 / (2 * entries)) * a.symbol + entries / 2 * n.a_idx.symbol
+
+
+def _weight_bytes() -> Formula:
+    """W for a checkpoint whose routed experts ship in another format (gpt-oss's MXFP4)."""
+    return Formula(
+        n.W,
+        (n.N.symbol - n.N_routed.symbol) * n.b_w.symbol + n.N_routed.symbol * n.b_x.symbol,
+        "The routed experts are stored in the checkpoint's format (quantization_config); the rest in the weight dtype.",
+    )

@@ -1,0 +1,186 @@
+"""A model as data: its embedding, and runs of identical layers, each a mixer and an MLP.
+
+Family readers (derive/architecture/families.py) build an Architecture from a
+config.json; derive/architecture/build.py turns it into the model's formulas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from derive.architecture.layers import Attention, DenseMLP, GatedDeltaNet, Kind, LatentAttention, Mamba2, MoE
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    """`count` consecutive layers alike: a mixer (or none), a dense MLP and/or a MoE block (or neither).
+
+    norms: d-wide normalisations a layer applies outside its mixer (two RMSNorms in Llama, seven in Gemma 4).
+    hyper: residual streams of DeepSeek V4's hyper-connections (0: a plain residual).
+    """
+
+    count: int
+    mixer: Kind | None
+    mlp: DenseMLP | None = None
+    moe: MoE | None = None
+    norms: int = 2
+    hyper: int = 0
+
+    def parts(self) -> tuple[Kind, ...]:
+        return tuple(p for p in (self.mixer, self.mlp, self.moe) if p is not None)
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """The text decoder of one checkpoint, in the counts its config gives.
+
+    layer_norm: LayerNorms with a bias (GPT-2) rather than RMSNorms. expert_format: the number format the
+    checkpoint stores its routed experts in when it differs from the rest (gpt-oss: mxfp4). state_dtype: the
+    dtype recurrent state is kept in (Mamba and linear attention keep fp32). max_context: the position limit.
+    """
+
+    name: str
+    family: str
+    vocab: int
+    hidden: int
+    groups: tuple[LayerGroup, ...]
+    tied: bool
+    layer_norm: bool = False
+    positions: int = 0
+    hyper: int = 0
+    max_context: int = 0
+    torch_dtype: str = ""
+    quantization: str = ""
+    expert_format: str = ""
+    state_dtype: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+    # What the derivations ask of a model, whatever its layers.
+    @property
+    def layers(self) -> int:
+        return sum(g.count for g in self.groups)
+
+    def count(self, test) -> int:  # type: ignore[no-untyped-def]
+        return sum(g.count for g in self.groups if test(g))
+
+    @property
+    def attention(self) -> Attention | LatentAttention | None:
+        """The first softmax-attention mixer: its heads are what tensor parallelism splits."""
+        for g in self.groups:
+            if isinstance(g.mixer, (Attention, LatentAttention)):
+                return g.mixer
+        return None
+
+    @property
+    def heads(self) -> int:
+        mixer = self.attention
+        if mixer is not None:
+            return mixer.heads
+        for g in self.groups:
+            if isinstance(g.mixer, GatedDeltaNet):
+                return g.mixer.value_heads
+            if isinstance(g.mixer, Mamba2):
+                return g.mixer.heads
+        return 1
+
+    @property
+    def kv_heads(self) -> int:
+        mixer = self.attention
+        return mixer.kv_heads if isinstance(mixer, Attention) else self.heads
+
+    @property
+    def head_dim(self) -> int:
+        mixer = self.attention
+        if isinstance(mixer, Attention):
+            return mixer.head_dim
+        return mixer.v_dim if isinstance(mixer, LatentAttention) else 0
+
+    @property
+    def is_mla(self) -> bool:
+        return isinstance(self.attention, LatentAttention)
+
+    @property
+    def moe(self) -> MoE | None:
+        return next((g.moe for g in self.groups if g.moe is not None), None)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.moe is not None
+
+    @property
+    def experts(self) -> int:
+        return self.moe.experts if self.moe is not None else 0
+
+    @property
+    def experts_per_token(self) -> int:
+        return self.moe.top_k if self.moe is not None else 0
+
+    @property
+    def expert_intermediate(self) -> int:
+        return self.moe.width if self.moe is not None else 0
+
+    @property
+    def shared_experts(self) -> int:
+        return self.moe.shared if self.moe is not None else 0
+
+    @property
+    def moe_layers(self) -> int:
+        return self.count(lambda g: g.moe is not None)
+
+    @property
+    def dense_mlp(self) -> DenseMLP | None:
+        return next((g.mlp for g in self.groups if g.mlp is not None), None)
+
+    @property
+    def intermediate(self) -> int:
+        mlp = self.dense_mlp
+        if mlp is not None:
+            return mlp.width
+        moe = self.moe
+        return moe.width if moe is not None else 0
+
+    @property
+    def gated_mlp(self) -> bool:
+        mlp = self.dense_mlp or self.moe
+        return mlp.gated if mlp is not None else True
+
+    @property
+    def mlp_bias(self) -> bool:
+        mlp = self.dense_mlp
+        return mlp.bias if mlp is not None else False
+
+    @property
+    def mixers(self) -> tuple[Kind, ...]:
+        """Each distinct mixer, in the order it first appears."""
+        seen: list[Kind] = []
+        for g in self.groups:
+            if g.mixer is not None and g.mixer not in seen:
+                seen.append(g.mixer)
+        return tuple(seen)
+
+    @property
+    def is_plain(self) -> bool:
+        """Every layer caches every token with one attention kind and attends to all of it."""
+        mixers = self.mixers
+        return len(mixers) == 1 and all(g.mixer is not None for g in self.groups) and _plain(mixers[0])
+
+    @property
+    def windows(self) -> dict[str, int]:
+        """Caps on the span of each windowed or chunked mixer, by tag."""
+        return {m.tag: m.window.tokens for m in self.mixers if isinstance(m, Attention) and m.window.tokens}
+
+    def with_layers(self, layers: int, vocab: int | None = None) -> Architecture:
+        """The same model cut to its first `layers` layers (a quick measurement)."""
+        groups, left = [], layers
+        for g in self.groups:
+            if left <= 0:
+                break
+            groups.append(replace(g, count=min(g.count, left)))
+            left -= g.count
+        return replace(self, groups=tuple(groups), vocab=vocab or self.vocab)
+
+
+def _plain(mixer: Kind) -> bool:
+    if isinstance(mixer, Attention):
+        return mixer.window.kind == "full"
+    return isinstance(mixer, LatentAttention) and mixer.indexer is None
