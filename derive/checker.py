@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 
 from derive.errors import DeriveError
-
 from formulas import MODULES as _LIBRARY_MODULES
 
 # The formula modules `derive check` imports: the library's own list (tests may add one).

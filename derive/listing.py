@@ -89,8 +89,8 @@ def gpus(as_json: bool = False) -> str:
 
 
 def formulas(as_json: bool = False) -> str:
-    from formulas import library
     from derive.render import latex, text
+    from formulas import library
 
     rows = [
         {

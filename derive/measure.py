@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import sympy
 
-from derive.catalog import Model, load_model
 from derive.architecture.model import Architecture
+from derive.catalog import Model, load_model
 from derive.evaluate import evaluate
 from formulas import notation as sym
 from formulas import prefill as pf

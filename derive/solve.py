@@ -131,7 +131,9 @@ def _piecewise(lhs, rhs, lhs_in, rhs_in, unknown, pieces, at) -> Solution:  # ty
             if unit_of(root).dimensionality != unit(unknown.unit).dimensionality:
                 continue  # a count inlined as a pure number (parameters from shapes): not a solution in units
             held = sympy.And(*[c.xreplace({symbol: root}) for c in conditions])
-            words = " and ".join(f"{_text(c.lhs)} {'≤' if isinstance(c, sympy.Le) else '≥'} {_text(c.rhs)}" for c in conditions)
+            words = " and ".join(
+                f"{_text(c.lhs)} {'≤' if isinstance(c, sympy.Le) else '≥'} {_text(c.rhs)}" for c in conditions
+            )
             branches.append((root, held, words))
     if not branches:
         raise DeriveError(

@@ -21,8 +21,8 @@ from derive.catalog import dtype_bytes, load_gpu, load_model
 from derive.errors import DeriveError
 from derive.evaluate import evaluate, inline, symbols_of
 from derive.formula import Library
-from formulas import library
 from derive.symbols import Sym
+from formulas import library
 from formulas import notation as sym
 from formulas import prefill as pf
 

@@ -74,7 +74,9 @@ def tagged(base: Sym, tag: str, meaning: str = "") -> Sym:
     if not tag:
         return base
     latex = f"{base.latex}^{{\\mathrm{{{tag}}}}}"
-    return define(f"{base.key}_{tag}", f"{base.name}_{tag}", base.unit, latex, meaning or f"{base.meaning} ({tag} layers)")
+    return define(
+        f"{base.key}_{tag}", f"{base.name}_{tag}", base.unit, latex, meaning or f"{base.meaning} ({tag} layers)"
+    )
 
 
 def alias(key: str, sym: Sym) -> None:

@@ -29,7 +29,9 @@ d_rope = define("qk_rope_dim", "d_rope", "", r"d_{rope}", "MLA rotary query/key 
 d_v = define("v_head_dim", "d_v", "", "d_v", "MLA value head dimension")
 d_s = define("shared_expert_intermediate", "d_s", "", "d_s", "intermediate size of one shared expert")
 n_idx = define("index_heads", "n_idx", "", r"n_{idx}", "sparse-attention indexer heads")
-d_idx = define("index_head_dim", "d_idx", "", r"d_{idx}", "sparse-attention indexer head dimension (its keys are cached)")
+d_idx = define(
+    "index_head_dim", "d_idx", "", r"d_{idx}", "sparse-attention indexer head dimension (its keys are cached)"
+)
 n_lk = define("linear_key_heads", "n_lk", "", r"n_{lk}", "linear-attention key heads")
 n_lv = define("linear_value_heads", "n_lv", "", r"n_{lv}", "linear-attention value heads")
 d_lk = define("linear_key_dim", "d_lk", "", r"d_{lk}", "linear-attention key head dimension")
@@ -113,7 +115,9 @@ a_idx = define(
 # Number formats.
 b_w = define("weight_dtype_bytes", "b_w", "byte/parameter", "b_w", "bytes per stored weight")
 b_kv = define("kv_dtype_bytes", "b_kv", "byte", r"b_{kv}", "bytes per cached value")
-b_st = define("state_dtype_bytes", "b_st", "byte", r"b_{st}", "bytes per recurrent-state value (linear attention, Mamba)")
+b_st = define(
+    "state_dtype_bytes", "b_st", "byte", r"b_{st}", "bytes per recurrent-state value (linear attention, Mamba)"
+)
 b_x = define(
     "expert_dtype_bytes", "b_x", "byte/parameter", "b_x", "bytes per routed-expert weight, as the checkpoint ships them"
 )
@@ -146,7 +150,11 @@ W = define("weight_bytes", "W", "byte", "W", "bytes of weights")
 k = define("kv_bytes_per_token", "k", "byte/token", "k", "KV-cache bytes per token of context")
 kv_seq = define("kv_bytes_per_sequence", "K_seq", "byte/sequence", r"K_{seq}", "KV-cache bytes of one sequence")
 K_pr = define(
-    "prompt_kv_bytes_per_sequence", "K_pr", "byte/sequence", r"K_{pr}", "KV-cache bytes one sequence holds after its prompt"
+    "prompt_kv_bytes_per_sequence",
+    "K_pr",
+    "byte/sequence",
+    r"K_{pr}",
+    "KV-cache bytes one sequence holds after its prompt",
 )
 F_pre = define(
     "prefill_attention_flops_per_token",

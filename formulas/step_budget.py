@@ -143,9 +143,7 @@ U_moe = define(
 )
 U_sp = define("mfu_sparse_peak", "MFU_sp", "", r"\mathrm{MFU}_{sp}", "MFU against the sparse datasheet headline")
 
-kv_bytes_at_prompt = formula(
-    K_p, B.symbol * K_pr.symbol, "The batch's cache as if each sequence held only its prompt."
-)
+kv_bytes_at_prompt = formula(K_p, B.symbol * K_pr.symbol, "The batch's cache as if each sequence held only its prompt.")
 mbu_without_kv = formula(
     U_nokv,
     W.symbol / (n.symbol * t_meas.symbol * BW.symbol),

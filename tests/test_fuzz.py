@@ -7,9 +7,9 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from derive.catalog import Model, load_config_path
 from derive.architecture.families import READERS
 from derive.architecture.families import read_architecture as read_config
+from derive.catalog import Model, load_config_path
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
 from derive.formula import LIBRARY

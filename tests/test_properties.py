@@ -14,8 +14,8 @@ import sympy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from derive.catalog import Model
 from derive.architecture.families import read_architecture as read_config
+from derive.catalog import Model
 from derive.evaluate import evaluate
 from derive.formula import LIBRARY
 from formulas import moe as moe_formulas

@@ -214,7 +214,9 @@ def _totals(parts: list[Formula], moe: MoE | None, syms: _Symbols) -> tuple[Form
         total,
         *extra,
         Formula(
-            n.N_act, sum(active_terms), "Parameters on one token's path: the breakdown less the routed experts it skips."
+            n.N_act,
+            sum(active_terms),
+            "Parameters on one token's path: the breakdown less the routed experts it skips.",
         ),
         Formula(
             n.N_mm,
@@ -244,18 +246,19 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
     if arch.is_plain:
         (mixer,) = mixers
         s, L = syms.of(mixer), syms.layers(mixer)
-        per_token = (
+        plain = (
             _count(n.v_kv, L * mixer.cached_values(s), _CACHE_SOURCE),
             _count(n.a, 2 * L * mixer.attention_macs(s), _FLOP_SOURCE),
         )
         kind = KindCost(mixer.label, mixer.tag, syms.layer_symbols[mixer], n.k, None, None, None)
-        return per_token, (), (kind,)
+        return plain, (), (kind,)
 
     S, S_p, b_kv, b_st = n.S.symbol, n.S_p.symbol, n.b_kv.symbol, n.b_st.symbol
     per_token: list[Formula] = []
     values, flops_per_cached, kinds = [], [], []
-    cache_at: dict[str, sympy.Expr] = {"S": 0, "S_p": 0}
-    attended: dict[str, sympy.Expr] = {"S": 0, "S_p": 0}  # decode at S; the mean over a prompt of S_p
+    zero = sympy.Integer(0)
+    cache_at: dict[str, sympy.Expr] = {"S": zero, "S_p": zero}
+    attended: dict[str, sympy.Expr] = {"S": zero, "S_p": zero}  # decode at S; the mean over a prompt of S_p
     prompt_mean_at_s: sympy.Expr = sympy.Integer(0)
     for mixer in mixers:
         s, L = syms.of(mixer), syms.layers(mixer)
@@ -264,7 +267,9 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
         if cached != 0:
             v = tagged(n.v_kv, mixer.tag, f"values the {kind_name(mixer.tag)} layers cache per token of context")
             kv_sym = tagged(n.k, mixer.tag, f"KV-cache bytes per token of context in the {kind_name(mixer.tag)} layers")
-            a = tagged(n.a, mixer.tag, f"attention FLOPs per query token, per attended token, {kind_name(mixer.tag)} layers")
+            a = tagged(
+                n.a, mixer.tag, f"attention FLOPs per query token, per attended token, {kind_name(mixer.tag)} layers"
+            )
             per_token.append(_count(v, L * cached, _CACHE_SOURCE))
             per_token.append(_count(a, 2 * L * mixer.attention_macs(s), _FLOP_SOURCE))
             per_token.append(Formula(kv_sym, v.symbol * b_kv, "Cached values per token times bytes per value."))
@@ -293,8 +298,12 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
                 per_token.extend(_compressed(mixer, s, L, a, cache_at, attended))
                 prompt_mean_at_s = prompt_mean_at_s + _compressed_prompt_mean(mixer, s, S, a)
         if mixer.state_values(s) != 0:
-            state_sym = tagged(n.s_st, mixer.tag, f"recurrent-state values one sequence keeps, {kind_name(mixer.tag)} layers")
-            conv_sym = tagged(n.q_cv, mixer.tag, f"conv-window values one sequence keeps, {kind_name(mixer.tag)} layers")
+            state_sym = tagged(
+                n.s_st, mixer.tag, f"recurrent-state values one sequence keeps, {kind_name(mixer.tag)} layers"
+            )
+            conv_sym = tagged(
+                n.q_cv, mixer.tag, f"conv-window values one sequence keeps, {kind_name(mixer.tag)} layers"
+            )
             f = tagged(n.f_st, mixer.tag, f"FLOPs per token to update and read the {kind_name(mixer.tag)} state")
             per_token.append(_count(state_sym, L * mixer.state_values(s), _STATE_SOURCE))
             per_token.append(_count(conv_sym, L * mixer.state_conv_values(s), _STATE_SOURCE))
@@ -308,8 +317,9 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
         kinds.append(KindCost(mixer.label, mixer.tag, syms.layer_symbols[mixer], kv_sym, span_sym, state_sym, conv_sym))
 
     # Totals before any window caps: what the library's k and a mean for this model.
-    per_token.append(Formula(n.v_kv, sum(values), "Every token-caching layer kind, before any window caps it."))
-    per_token.append(Formula(n.a, sum(flops_per_cached), "Every attention layer kind, before any window caps it."))
+    for total, parts in ((n.v_kv, values), (n.a, flops_per_cached)):
+        make = Formula if parts else _count  # no attention layer at all: a count of zero
+        per_token.append(make(total, sympy.Add(*parts), "Every layer kind that caches tokens, before any window."))
     from formulas.flops import F_att, F_att_avg
 
     costs = (
@@ -342,7 +352,9 @@ def _compressed(mixer, s, L, a, cache_at, attended):  # type: ignore[no-untyped-
         attended[key] += (chosen if key == "S" else chosen - chosen**2 / (2 * entries)) * a.symbol
         attended[key] += (entries if key == "S" else entries / 2) * n.a_idx.symbol
     if mixer.indexer is not None:
-        out.append(_count(n.a_idx, 2 * L * mixer.indexer_macs(s), "The indexer scores every compressed entry per head."))
+        out.append(
+            _count(n.a_idx, 2 * L * mixer.indexer_macs(s), "The indexer scores every compressed entry per head.")
+        )
     return out
 
 

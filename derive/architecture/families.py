@@ -98,12 +98,10 @@ def by_layer(mixers: list[Kind], mlps: list[tuple[DenseMLP | None, MoE | None]])
 def gpt2(k: Keys) -> tuple[list[Layer], dict[str, Any]]:
     hidden, heads = k.int("n_embd"), k.int("n_head")
     if hidden % heads:
-        raise CatalogError(
-            f"config for {k.name}: n_head={heads} does not divide n_embd={hidden}", "Fix the head count"
-        )
+        raise CatalogError(f"config for {k.name}: n_head={heads} does not divide n_embd={hidden}", "Fix the head count")
     mixer = Attention(heads, heads, hidden // heads, qkv_bias=True, out_bias=True)
     mlp = DenseMLP(k.int("n_inner", 4 * hidden), gated=False, bias=True)
-    layers = [(mixer, mlp, None)] * k.int("n_layer")
+    layers: list[Layer] = [(mixer, mlp, None)] * k.int("n_layer")
     # GPT2Config defaults tie_word_embeddings to True.
     return layers, dict(
         vocab=k.int("vocab_size"),
@@ -305,7 +303,9 @@ def gemma4(k: Keys) -> tuple[list[Layer], dict[str, Any]]:
     """Gemma 4: sliding-window layers and global layers with their own heads; a dense MLP and experts per layer."""
     layers = k.int("num_hidden_layers")
     kinds = layer_kinds(
-        k, layers, ["full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(layers)],
+        k,
+        layers,
+        ["full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(layers)],
         ("sliding_attention", "full_attention"),
     )
     if k.int("num_kv_shared_layers", 0, minimum=0) or k.int("hidden_size_per_layer_input", 0, minimum=0):
@@ -317,7 +317,9 @@ def gemma4(k: Keys) -> tuple[list[Layer], dict[str, Any]]:
     heads = k.int("num_attention_heads")
     global_kv = k.int("num_global_key_value_heads", k.int("num_key_value_heads"))
     k.divides("num_attention_heads", heads, "num_global_key_value_heads", global_kv)
-    glob = Attention(heads, global_kv, k.int("global_head_dim"), qk_norm="head", k_eq_v=k.flag("attention_k_eq_v", False))
+    glob = Attention(
+        heads, global_kv, k.int("global_head_dim"), qk_norm="head", k_eq_v=k.flag("attention_k_eq_v", False)
+    )
     mixers: list[Kind] = [glob if kind == "full_attention" else local for kind in kinds]
     mlp = dense(k)
     moe = None
@@ -417,7 +419,7 @@ def deepseek_v4(k: Keys) -> tuple[list[Layer], dict[str, Any]]:
     kinds = k.pattern("layer_types", given[:layers], layers, tuple(by_ratio.values()))
     rates = k.get("compress_rates", {}) or {}
     window, heads = sliding(k), k.int("num_attention_heads")
-    common = dict(
+    common: dict[str, Any] = dict(
         heads=heads,
         q_lora_rank=k.int("q_lora_rank"),
         head_dim=k.int("head_dim"),
@@ -486,7 +488,11 @@ def read_architecture(raw: object, name: str) -> Architecture:
     notes: list[str] = []
     if not isinstance(family, str) or family not in READERS:
         named = raw.get("architectures")
-        known = [ARCHITECTURES[a] for a in named if isinstance(a, str) and a in ARCHITECTURES] if isinstance(named, list) else []
+        known = (
+            [ARCHITECTURES[a] for a in named if isinstance(a, str) and a in ARCHITECTURES]
+            if isinstance(named, list)
+            else []
+        )
         if not known:
             raise CatalogError(
                 f"config for {name}: model_type {family!r} is not supported",
@@ -504,6 +510,11 @@ def read_architecture(raw: object, name: str) -> Architecture:
     layers, fields = READERS[family](keys)
     if not layers:
         raise CatalogError(f"config for {name} has no layers", "Fix 'num_hidden_layers'")
+    if all(mixer is None for mixer, _, _ in layers):
+        raise CatalogError(
+            f"config for {name}: no layer mixes tokens (no attention, linear attention or Mamba layer)",
+            "A decoder needs at least one mixer layer: fix the layer pattern",
+        )
     norms = fields.pop("norms", 2)
     hyper = fields.get("hyper", 0)
     mtp = keys.get("num_nextn_predict_layers") or keys.get("mtp_num_hidden_layers") or keys.get("num_mtp_modules")

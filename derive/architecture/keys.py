@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,7 +53,9 @@ class Keys:
             raise self.fail(key, value, "not a string")
         return value
 
-    def ints(self, key: str, default: list[int] | None = None, minimum: int = 0) -> list[int]:
+    def ints(
+        self, key: str, default: list[builtins.int] | None = None, minimum: builtins.int = 0
+    ) -> list[builtins.int]:
         value = self.get(key, default if default is not None else [])
         if not isinstance(value, list) or any(
             isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= _LARGEST for v in value
@@ -68,14 +71,14 @@ class Keys:
             raise self.fail(key, value if not isinstance(value, list) else value[:8], "not a list of strings")
         return value
 
-    def divides(self, heads_key: str, heads: int, by_key: str, by: int) -> None:
+    def divides(self, heads_key: str, heads: builtins.int, by_key: str, by: builtins.int) -> None:
         if heads % by:
             raise CatalogError(
                 f"config for {self.name}: {by_key}={by} does not divide {heads_key}={heads}",
                 f"Fix '{by_key}': each group of query heads shares one key/value head",
             )
 
-    def pattern(self, key: str, kinds: list[str], layers: int, known: tuple[str, ...]) -> list[str]:
+    def pattern(self, key: str, kinds: list[str], layers: builtins.int, known: tuple[str, ...]) -> list[str]:
         """A per-layer list (layer_types, a hybrid pattern) checked for length and for kinds derive knows."""
         if len(kinds) != layers:
             raise CatalogError(

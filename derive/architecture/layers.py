@@ -383,7 +383,13 @@ class Mamba2(Kind):
     label = "Mamba-2 state space"
 
     def shapes(self) -> dict[Sym, int]:
-        return {n.n_m: self.heads, n.d_m: self.head_dim, n.d_st: self.state, n.g_m: self.groups, n.c_cv: self.conv_kernel}
+        return {
+            n.n_m: self.heads,
+            n.d_m: self.head_dim,
+            n.d_st: self.state,
+            n.g_m: self.groups,
+            n.c_cv: self.conv_kernel,
+        }
 
     def _inner(self, s: Resolve) -> sympy.Expr:
         return s(n.n_m) * s(n.d_m)

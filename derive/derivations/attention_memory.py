@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from derive.architecture.layers import LatentAttention
 from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, start
 from derive.derivations.sharding import activation_format
@@ -33,9 +34,10 @@ def attention_memory(setup: Setup) -> Sheet:
     )
     work.note("scores in the activation dtype; kernels that keep the softmax in fp32 move twice the naive figure")
     work.note("the tiled figure is a floor: FlashAttention re-reads K and V once per query block")
-    if cfg.is_mla:
+    mla = cfg.attention
+    if isinstance(mla, LatentAttention):
         work.note(
             "MLA: Q, K, V and O are sized with the config's head_dim; its query/key heads are "
-            f"{cfg.qk_nope_dim + cfg.qk_rope_dim} wide, so the tiled figure is approximate"
+            f"{mla.nope_dim + mla.rope_dim} wide, so the tiled figure is approximate"
         )
     return work.sheet

@@ -6,14 +6,14 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from derive.architecture.build import kind_name
 from derive.catalog import Gpu, Model, dtype_bytes
 from derive.errors import DeriveError, FitError
 from derive.evaluate import evaluate
-from derive.architecture.build import kind_name
 from derive.formula import Formula, Library
+from derive.sheet import Sheet, Work
 from derive.symbols import Sym
 from formulas import library
-from derive.sheet import Sheet, Work
 from formulas import notation as sym
 
 
@@ -99,7 +99,8 @@ def model_notes(work: Work, setup: Setup) -> None:
         work.note(f"the checkpoint ships {arch.quantization} weights; pass --dtype fp8 to size it as shipped")
     if arch.expert_format:
         work.note(
-            f"the routed experts are sized as the checkpoint ships them ({arch.expert_format}); the rest in {setup.dtype}"
+            f"the routed experts are sized as the checkpoint ships them ({arch.expert_format}); "
+            f"the rest in {setup.dtype}"
         )
 
 
@@ -134,13 +135,26 @@ def weight_format(work: Work, setup: Setup) -> None:
     work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
     expert_format = setup.model.config.expert_format
     if expert_format:
-        size, note = _FORMAT_BYTES.get(expert_format, (dtype_bytes(expert_format), f"{expert_format}, as shipped"))
+        if expert_format in _FORMAT_BYTES:
+            size, note = _FORMAT_BYTES[expert_format]
+        else:
+            size, note = dtype_bytes(expert_format), f"{expert_format}, as shipped"
         work.given(sym.b_x, size, note)
         work.given(sym.N_routed, _count_of(work, setup, sym.N_routed), "from the config: derive params")
 
 
 def _count_of(work: Work, setup: Setup, target: Sym) -> sympy.Expr:
     return evaluate(target.symbol, dict(setup.model.formulas.shapes), work.library)
+
+
+def sizing_values(setup: Setup) -> dict[Sym, sympy.Expr]:
+    """The shapes and formats that weight and cache bytes need, for sizing before a derivation starts."""
+    probe = Work(Sheet("sizing", "", {}), model_library(setup.model))
+    for shape, value in setup.model.formulas.shapes.items():
+        probe.values[shape] = value
+    weight_format(probe, setup)
+    kv_values(probe, setup, compute=False)
+    return dict(probe.values)
 
 
 def aggregates(work: Work, setup: Setup) -> None:

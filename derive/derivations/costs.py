@@ -8,7 +8,7 @@ import sympy
 
 from derive.derivations.common import Setup, accelerator, decode_inputs, model_notes, parallelism, start
 from derive.errors import DeriveError
-from derive.evaluate import evaluate
+from derive.evaluate import depends_on, evaluate
 from derive.sheet import Given, Sheet, Work
 from derive.symbols import Sym
 from derive.units import format_quantity
@@ -60,7 +60,12 @@ def fit(setup: Setup) -> Sheet:
     work.sheet.inputs["count"] = setup.count
     weights = work.values[sym.W]
     for name in ("weight_bytes", "kv_bytes_per_sequence"):
-        work.result(name, work.library.get(name).defines, work.values[work.library.get(name).defines], work.library.get(name).expr)
+        work.result(
+            name,
+            work.library.get(name).defines,
+            work.values[work.library.get(name).defines],
+            work.library.get(name).expr,
+        )
     fitting = work.compute(work.library.get("max_batch_by_memory"))
     work.result("max_sequences", sym.B_max, max(fitting, 0), work.library.get("max_batch_by_memory").expr)
     if fitting < 1:
@@ -115,6 +120,8 @@ def crossover_kv_weights(setup: Setup) -> Sheet:
     work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
     del work.values[sym.kv_seq]  # S is the unknown now: K_seq must be derived from it, not given
     del work.values[sym.S]
+    if not depends_on(sym.kv_total.symbol, sym.S, work.library):  # only fixed-size state: no growth at all
+        return _no_crossover(work, setup, None)
     crossing = work.solve(sym.kv_total.symbol, sym.W.symbol, sym.S)
     context = _positive(evaluate(crossing.closed_form, work.values, work.library))
     if context is None:
@@ -136,10 +143,21 @@ def crossover_kv_weights(setup: Setup) -> Sheet:
 
 def _no_crossover(work: Work, setup: Setup, crossing) -> Sheet:  # type: ignore[no-untyped-def]
     """Windows and fixed state cap the cache: say so, with the most a sequence ever caches."""
-    work.solved(crossing, sym.S, None, "the KV reads never reach the weight reads", result="crossover_context")
+    if crossing is not None:
+        work.solved(crossing, sym.S, None, "the KV reads never reach the weight reads", result="crossover_context")
+    else:
+        work.result("crossover_context", sym.S, None)
     work.result("kv_bytes_at_crossover", sym.kv_total, None)
     windows = setup.model.config.windows
-    if windows:
+    work.given(sym.S, 1, "the shortest context", inline=True)
+    shortest = work.compute(work.library.get("kv_bytes"))
+    if shortest >= work.values[sym.W]:
+        work.note(
+            f"the batch's fixed-size state alone ({format_quantity(shortest, 'byte')}) is at least the "
+            f"{format_quantity(work.values[sym.W], 'byte')} of weights: state reads outweigh weight reads "
+            "at any context"
+        )
+    elif windows:
         longest = max(windows.values())
         work.given(sym.S, max(longest, 1), "past the longest window the cache stops growing", inline=True)
         ceiling = work.compute(work.library.get("kv_bytes"))

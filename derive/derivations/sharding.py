@@ -7,7 +7,7 @@ from dataclasses import replace
 import sympy
 
 from derive.catalog import Gpu, dtype_bytes
-from derive.derivations.common import Setup, default_tp, start
+from derive.derivations.common import Setup, default_tp, sizing_values, start
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
 from derive.sheet import Sheet, Work
@@ -29,6 +29,8 @@ def shard(setup: Setup) -> Sheet:
     tokens = f"{setup.tokens:,} token{'' if setup.tokens == 1 else 's'}"
     work = start("shard", f"One FFN layer of {model.title} on {gpu.title}, {tokens}", setup)
     work.sheet.inputs["tokens"] = setup.tokens
+    if sym.d_ff not in work.values:  # no dense MLP: shard one routed expert
+        work.given(sym.d_ff, cfg.intermediate, "config: one routed expert's width (the model has no dense MLP)")
     work.given(
         sh.m_ffn,
         3 if cfg.gated_mlp else 2,
@@ -115,10 +117,7 @@ def _degree(work: Work, setup: Setup, gpu: Gpu) -> int:
     if setup.tp is not None:
         work.given(sym.n, setup.tp, "--tp")
         return setup.tp
-    scratch = dict(setup.model.formulas.shapes)
-    scratch.update(
-        {sym.b_w: dtype_bytes(setup.dtype), sym.b_kv: dtype_bytes(setup.kv_format), sym.S: sympy.Integer(setup.context)}
-    )
+    scratch = sizing_values(setup)
     weights = evaluate(sym.W.symbol, scratch, work.library)
     one_sequence = evaluate(sym.kv_seq.symbol, scratch, work.library)
     tp = default_tp(setup, weights, one_sequence, gpu.memory)

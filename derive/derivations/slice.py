@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sympy
 
-from derive.catalog import Gpu
 from derive.architecture.build import kind_name
+from derive.catalog import Gpu
 from derive.derivations.common import (
     Setup,
     aggregates,
