@@ -144,7 +144,12 @@ def answer(question_id: str, overrides: Mapping[str, Any] | None = None) -> Answ
             f"question {q.id} does not take {', '.join(fixed)}",
             f"It takes: {', '.join(q.changeable) or 'no inputs'}",
         )
-    return q.build(Inputs({**q.defaults, **overrides}))
+    inputs = {**q.defaults, **overrides}
+    if q.defaults.get("tp") is not None and "tp" not in overrides and "model" in overrides:
+        # The question's tensor-parallel degree was chosen for its own model: for another, the smallest
+        # degree that holds the weights and one sequence (the rule every command uses).
+        inputs["tp"] = None
+    return q.build(Inputs(inputs))
 
 
 def write(answer: Answer, out: Path, figures_dir: str = "figures") -> list[Path]:

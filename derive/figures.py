@@ -93,13 +93,14 @@ def throughput_against_batch(
 
 
 def bytes_against_context(
-    stem: Path, contexts: Any, kv_bytes: Any, weight_bytes: float, crossover: float, title: str
+    stem: Path, contexts: Any, kv_bytes: Any, weight_bytes: float, crossover: float | None, title: str
 ) -> None:
     plt = pyplot()
     fig, ax = plt.subplots()
     ax.plot(contexts, kv_bytes / 1e9, color="C0", lw=1.5, label="KV bytes read per step")
     ax.axhline(weight_bytes / 1e9, color="C3", ls="--", lw=1, label="weight bytes read per step")
-    ax.axvline(crossover, color="grey", ls=":", lw=1, label=f"crossover {crossover:,.0f} tokens")
+    if crossover is not None:
+        ax.axvline(crossover, color="grey", ls=":", lw=1, label=f"crossover {crossover:,.0f} tokens")
     ax.set_xlabel("context (tokens per sequence)")
     ax.set_ylabel("bytes per decode step (GB)")
     ax.set_title(title, fontsize=10)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from derive.catalog import dtype_bytes, load_gpu, load_model
+from derive.catalog import load_gpu, load_model
 from derive.errors import DeriveError
 from derive.evaluate import evaluate, inline, symbols_of
 from derive.formula import Library
@@ -99,18 +99,16 @@ class Compiled:
 
 
 def _fixed_values(model_name: str, gpu_name: str, dtype: str) -> tuple[dict[Sym, sympy.Expr], Library]:
-    from derive.derivations.common import model_library
+    from derive.derivations.common import Setup, model_library, sizing_values
 
     model, gpu = load_model(model_name), load_gpu(gpu_name)
     library = model_library(model)
-    values: dict[Sym, sympy.Expr] = dict(model.formulas.shapes)
+    values: dict[Sym, sympy.Expr] = sizing_values(Setup(model=model, dtype=dtype))
+    values.pop(sym.S, None)
     for target in (sym.N, sym.N_mm, sym.N_act, sym.N_emb):
         values[target] = evaluate(target.symbol, dict(values), library)
-    kv = dtype if dtype in ("fp32", "fp16", "bf16", "fp8") else "bf16"
     values.update(
         {
-            sym.b_w: dtype_bytes(dtype),
-            sym.b_kv: dtype_bytes(kv),
             sym.tau: sympy.Integer(1),
             sym.BW: gpu.bandwidth,
             sym.P: gpu.peak(dtype)[0],
@@ -138,7 +136,8 @@ def compile_combination(
         functions[column] = _compile(expr, swept, values, library, predict=target.name == "predict")
     # Fits when the weights and the batch's cache (at the end of its output, for the predictor) fit in n accelerators.
     held = pf.S_p.symbol + pf.S_o.symbol if target.name == "predict" else sym.S.symbol
-    needed = sym.W.symbol + sym.B.symbol * held * sym.k.symbol
+    one_sequence = library.get("kv_bytes_per_sequence").expr.xreplace({sym.S.symbol: held})
+    needed = sym.W.symbol + sym.B.symbol * one_sequence
     fits = _compile(sympy.Le(needed, sym.n.symbol * sym.M.symbol), swept, values, library, predict=False)
     return Compiled({"model": model, "gpu": gpu, "dtype": dtype}, functions, fits, tuple(axes))
 

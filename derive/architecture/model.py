@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from derive.architecture.layers import Attention, DenseMLP, GatedDeltaNet, Kind, LatentAttention, Mamba2, MoE
+from derive.architecture.layers import (
+    Attention,
+    CompressedAttention,
+    DenseMLP,
+    GatedDeltaNet,
+    Kind,
+    LatentAttention,
+    Mamba2,
+    MoE,
+)
 
 
 @dataclass(frozen=True)
@@ -64,10 +73,10 @@ class Architecture:
         return sum(g.count for g in self.groups if test(g))
 
     @property
-    def attention(self) -> Attention | LatentAttention | None:
+    def attention(self) -> Attention | LatentAttention | CompressedAttention | None:
         """The first softmax-attention mixer: its heads are what tensor parallelism splits."""
         for g in self.groups:
-            if isinstance(g.mixer, (Attention, LatentAttention)):
+            if isinstance(g.mixer, (Attention, LatentAttention, CompressedAttention)):
                 return g.mixer
         return None
 
@@ -86,12 +95,14 @@ class Architecture:
     @property
     def kv_heads(self) -> int:
         mixer = self.attention
+        if isinstance(mixer, CompressedAttention):
+            return 1  # one key-value head shared by every query head
         return mixer.kv_heads if isinstance(mixer, Attention) else self.heads
 
     @property
     def head_dim(self) -> int:
         mixer = self.attention
-        if isinstance(mixer, Attention):
+        if isinstance(mixer, (Attention, CompressedAttention)):
             return mixer.head_dim
         return mixer.v_dim if isinstance(mixer, LatentAttention) else 0
 

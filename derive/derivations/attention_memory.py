@@ -7,7 +7,6 @@ from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, start
 from derive.derivations.sharding import activation_format
 from derive.sheet import Sheet
-from formulas import attention_memory as attention_formulas  # noqa: F401  (defines the formulas used by name)
 from formulas import notation as sym
 from formulas.sharding import b_a
 
@@ -19,6 +18,11 @@ def attention_memory(setup: Setup) -> Sheet:
     )
     work.given(b_a, dtype_bytes(activation_format(setup)), activation_format(setup))
     work.given(sym.S, setup.context, "default" if "context" in setup.defaults else "--context")
+    # A model whose layers differ, or that caches a latent, has no one n_kv and d_h: size it by its first
+    # attention layer, and say so (the note below).
+    for shape, value in ((sym.n_h, cfg.heads), (sym.n_kv, cfg.kv_heads), (sym.d_h, cfg.head_dim)):
+        if shape not in work.values:
+            work.given(shape, value, "the first attention layer's (the layers differ)")
     for name in ("attention_scores_per_token_pair", "attention_io_values_per_token"):
         work.compute(work.library.get(name))
     work.heading("Naive: the score matrices go through HBM")

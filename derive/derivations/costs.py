@@ -141,6 +141,14 @@ def crossover_kv_weights(setup: Setup) -> Sheet:
     return work.sheet
 
 
+def _cache_at(work: Work) -> sympy.Expr:
+    """The batch's cache at the context just given (values computed at another context are dropped)."""
+    for stale in (sym.kv_seq, sym.kv_total):
+        work.values.pop(stale, None)
+    work.compute(work.library.get("kv_bytes_per_sequence"))
+    return work.compute(work.library.get("kv_bytes"))
+
+
 def _no_crossover(work: Work, setup: Setup, crossing) -> Sheet:  # type: ignore[no-untyped-def]
     """Windows and fixed state cap the cache: say so, with the most a sequence ever caches."""
     if crossing is not None:
@@ -150,7 +158,7 @@ def _no_crossover(work: Work, setup: Setup, crossing) -> Sheet:  # type: ignore[
     work.result("kv_bytes_at_crossover", sym.kv_total, None)
     windows = setup.model.config.windows
     work.given(sym.S, 1, "the shortest context", inline=True)
-    shortest = work.compute(work.library.get("kv_bytes"))
+    shortest = _cache_at(work)
     if shortest >= work.values[sym.W]:
         work.note(
             f"the batch's fixed-size state alone ({format_quantity(shortest, 'byte')}) is at least the "
@@ -160,7 +168,7 @@ def _no_crossover(work: Work, setup: Setup, crossing) -> Sheet:  # type: ignore[
     elif windows:
         longest = max(windows.values())
         work.given(sym.S, max(longest, 1), "past the longest window the cache stops growing", inline=True)
-        ceiling = work.compute(work.library.get("kv_bytes"))
+        ceiling = _cache_at(work)
         work.note(
             f"past {longest:,} tokens the cache stops growing: the batch's cache never exceeds "
             f"{format_quantity(ceiling, 'byte')}, below the {format_quantity(work.values[sym.W], 'byte')} of weights"
@@ -225,7 +233,9 @@ def predict(setup: Setup) -> Sheet:
     work.compute(work.library.get("e2e_latency"), "e2e_latency")
     memory = work.values[sym.n] * gpu.memory
     # The batch's cache at the end of its output, as the sweep's fit check counts it.
-    needed = work.values[sym.W] + setup.batch * (setup.prompt + setup.output) * work.values[sym.k]
+    at_end = {**work.values, sym.S: sympy.Integer(setup.prompt + setup.output)}
+    one_sequence = evaluate(work.library.get("kv_bytes_per_sequence").expr, at_end, work.library)
+    needed = work.values[sym.W] + setup.batch * one_sequence
     if needed > memory:
         raise DeriveError(
             f"{model.name} at batch {setup.batch} needs {format_quantity(needed, 'byte')} (weights and cache), "

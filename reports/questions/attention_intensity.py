@@ -35,11 +35,17 @@ def _draw(gqa, mla, setups, stem):  # type: ignore[no-untyped-def]
 def build(inputs: Inputs) -> Answer:
     gqa_setup = inputs.setup()
     mla_setup = inputs.setup(model=inputs["mla_model"])
+    if gqa_setup.model.config.is_mla:  # the model asked about caches a latent: hold it against the GQA default
+        gqa_setup, mla_setup = inputs.setup(model=QUESTION.defaults["model"]), gqa_setup
     gqa, mla = costs.intensity(gqa_setup), costs.intensity(mla_setup)
     for sheet, setup in ((gqa, gqa_setup), (mla, mla_setup)):
         work = Work(sheet, model_library(setup.model))
         work.heading("Against the ridge")
         if sheet is gqa:
+            arch = setup.model.config
+            for shape, value in ((sym.n_h, arch.heads), (sym.n_kv, arch.kv_heads)):
+                if shape not in work.values:  # layers of several shapes: the first attention layer's
+                    work.given(shape, value, "the first attention layer's (the layers differ)")
             work.compute(work.library.get("query_kv_group_ratio"), "query_kv_group_ratio")
         work.compute(work.library.get("attention_ridge_fraction"), "attention_ridge_fraction")
     answer = Answer(QUESTION, inputs, Prose("summary", ""))

@@ -17,15 +17,18 @@ from formulas import step_budget as sb
 
 
 def _draw(sheet, setup, stem):  # type: ignore[no-untyped-def]
-    crossover = float(sheet.values[sym.S])
-    contexts = np.linspace(0, 2 * crossover, 400)
+    found = sheet.results["crossover_context"].value
+    longest = max(setup.model.config.windows.values(), default=0)
+    crossover = float(found) if found is not None else 0.0
+    end = 2 * crossover if found is not None else 4.0 * max(longest, 1024)
+    contexts = np.linspace(1, end, 400)
     kv = over(sym.kv_total.symbol, sym.S, sheet.values, model_library(setup.model))(contexts)
     figures.bytes_against_context(
         stem,
         contexts,
         np.broadcast_to(kv, contexts.shape),
         float(sheet.values[sym.W]),
-        crossover,
+        crossover if found is not None else None,
         f"{setup.model.title}, batch {setup.batch}, {setup.kv_format} cache",
     )
 
@@ -33,60 +36,97 @@ def _draw(sheet, setup, stem):  # type: ignore[no-untyped-def]
 def build(inputs: Inputs) -> Answer:
     setup = inputs.setup()
     sheet = costs.crossover_kv_weights(setup)
-    work = Work(sheet, model_library(setup.model))
-    work.heading(f"Against the memory of one {setup.gpu.name}")
-    work.given(sym.M, setup.gpu.memory, "datasheet")
-    share = work.compute(sb.cache_memory_share, "cache_memory_share")
+    arch = setup.model.config
+    found = sheet.results["crossover_context"].value
     v = sheet.values
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
-    q = {
-        "context": answer.headline("crossover_context", v[sym.S], "token/sequence"),
-        "kv": answer.headline("kv_bytes_at_crossover", v[sym.kv_total], "byte"),
+    q: dict[str, Quantity] = {
         "weights": answer.headline("weight_bytes", v[sym.W], "byte"),
         "per_token": answer.headline("kv_bytes_per_token", v[sym.k], "byte/token"),
-        "share": answer.headline("cache_memory_share", share),
         "memory": Quantity(setup.gpu.memory, "byte"),
         "batch": Quantity(v[sym.B], "sequence"),
         "gpu": Quantity(setup.gpu.title),
+        "model": Quantity(setup.model.title),
     }
-    answer.summary = Prose(
-        "summary",
-        "KV reads overtake weight reads when B·S·k = W, so S = W/(B·k): with {per_token} of cache and "
-        "{batch}, that is {context}. The coincidence: at the crossover the cache is, by construction, as big as "
-        "the weights, {kv}, and that is {share} times the {memory} of one {gpu}. A batch that reaches the crossover "
-        "needs a whole extra accelerator's memory just for its cache.",
-        q,
-    )
+    windows = arch.windows
+    if found is None:
+        q["context"] = answer.headline("crossover_context", None, "token/sequence")
+        q["kv"] = answer.headline("kv_bytes_at_crossover", None, "byte")
+        q["ceiling"] = Quantity(v[sym.kv_total], "byte")
+        answer.summary = Prose(
+            "summary",
+            "For {model} the KV reads never overtake the weight reads at {batch}: its layers cap what they cache "
+            "(windows, chunks or a fixed-size state), so the batch's cache stops growing at {ceiling}, below the "
+            "{weights} of weights. Weight reads dominate a decode step at any context.",
+            q,
+        )
+    else:
+        work = Work(sheet, model_library(setup.model))
+        work.heading(f"Against the memory of one {setup.gpu.name}")
+        work.given(sym.M, setup.gpu.memory, "datasheet")
+        share = work.compute(sb.cache_memory_share, "cache_memory_share")
+        q["context"] = answer.headline("crossover_context", v[sym.S], "token/sequence")
+        q["kv"] = answer.headline("kv_bytes_at_crossover", v[sym.kv_total], "byte")
+        q["share"] = answer.headline("cache_memory_share", share)
+        if arch.is_plain:
+            how = "KV reads overtake weight reads when B·S·k = W, so S = W/(B·k): with {per_token} of cache and {batch}"
+        else:
+            how = (
+                "KV reads overtake weight reads when B·K_seq(S) = W, with K_seq summed over {model}'s layer kinds "
+                "(windowed layers stop growing at their window, state layers do not grow); at {batch}"
+            )
+        memory = (
+            "so a batch that reaches the crossover needs more than one accelerator's memory for its cache alone."
+            if share >= 1
+            else "so at the crossover cache and weights still fit in one accelerator's memory."
+            if 2 * share <= 1
+            else "so cache and weights together no longer fit in one accelerator's memory."
+        )
+        limit = ""
+        if arch.max_context and found > arch.max_context:
+            q["limit"] = Quantity(arch.max_context, "token/sequence")
+            limit = " That is beyond the {limit} the model's config allows: in practice the weights dominate."
+        answer.summary = Prose(
+            "summary",
+            how + ", that is {context}. The coincidence: at the crossover the cache is, by construction, as big as "
+            "the weights, {kv}, and that is {share} times the {memory} of one {gpu}, " + memory + limit,
+            q,
+        )
     answer.sections.append(Section("Where the cache's bytes meet the weights'", sheet))
     answer.figures.append(
         Figure(
             "bytes",
-            "Bytes read per decode step against context: the batch's KV cache "
-            "grows linearly and crosses the fixed weight bytes.",
+            "Bytes read per decode step against context: the batch's KV cache against the fixed weight bytes.",
             partial(_draw, sheet, setup),
         )
     )
-    answer.takeaways += [
+    if found is not None:
+        answer.takeaways.append(
+            Prose(
+                "takeaway",
+                "Past {context} a decode step reads more cache than weights: batching no longer "
+                "amortises most of the bytes, and step time grows with every token of context.",
+                q,
+            )
+        )
+    answer.takeaways.append(
         Prose(
             "takeaway",
-            "Past {context} a decode step reads more cache than weights: batching no longer "
-            "amortises most of the bytes, and step time grows with every token of context.",
-            q,
-        ),
-        Prose(
-            "takeaway",
-            "The crossover scales as 1/(B·k): GQA (fewer KV heads), an 8-bit cache (--kv-dtype fp8) "
-            "or MLA push it out; a bigger batch pulls it in.",
-        ),
-    ]
+            "The crossover scales as 1/(B·k) for the layers that cache every token: GQA (fewer KV heads), an 8-bit "
+            "cache (--kv-dtype fp8), MLA or sliding windows push it out; a bigger batch pulls it in.",
+        )
+    )
     answer.caveats += [
         Prose(
             "caveat",
             "Every sequence is taken at the same context; a served batch mixes lengths, and the "
             "crossover applies to the mean.",
         ),
-        Prose("caveat", "A sliding-window or paged cache that evicts tokens reads less than the full context."),
     ]
+    if windows:
+        answer.caveats.append(
+            Prose("caveat", "Windowed layers are taken to hold exactly their window; a paged cache may keep more.")
+        )
     return answer
 
 
