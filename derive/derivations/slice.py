@@ -83,7 +83,6 @@ def by_kind(work: Work, setup: Setup, per_sequence: sympy.Expr) -> None:
     kinds = setup.model.formulas.kinds
     if len(kinds) < 2 and kinds[0].state_values is None and kinds[0].span is None:
         return
-    work.heading("By layer kind")
     values, S = work.values, sym.S.symbol
     for kind in kinds:
         terms = sympy.Integer(0)
