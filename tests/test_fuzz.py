@@ -12,9 +12,11 @@ from derive.architecture.families import read_architecture as read_config
 from derive.catalog import Model, load_config_path
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
-from derive.formula import LIBRARY
 from derive.units import parse_quantity
+from formulas import library
 from formulas import notation as sym
+
+LIBRARY = library()  # every formula, loaded once
 
 settings.register_profile("ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("long", max_examples=100_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -10,8 +10,10 @@ import sympy
 from derive.catalog import load_gpu, load_model
 from derive.derivations import Setup, knee
 from derive.evaluate import evaluate
-from derive.formula import LIBRARY
+from formulas import library
 from formulas import notation as sym
+
+LIBRARY = library()  # every formula, loaded once
 
 RESULT_NAMES = {
     "weight_bytes",

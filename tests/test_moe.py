@@ -14,9 +14,10 @@ from derive.derivations.common import Setup
 from derive.derivations.moe import experts
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
-from derive.formula import LIBRARY
-from formulas import moe
+from formulas import library, moe
 from formulas import notation as sym
+
+LIBRARY = library()  # every formula, loaded once
 
 RESULT_NAMES = {"experts_touched", "params_read_per_step", "bytes_read_per_step", "read_vs_active", "active_params"}
 

@@ -8,9 +8,11 @@ import pytest
 
 from derive.catalog import load_config_path, load_model, model_names
 from derive.evaluate import evaluate
-from derive.formula import LIBRARY
+from formulas import library
 from formulas import notation as sym
 from tests.conftest import CONFIGS, load_fixture
+
+LIBRARY = library()  # every formula, loaded once
 
 
 def count(model, target=sym.N) -> int:

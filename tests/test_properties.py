@@ -17,9 +17,11 @@ from hypothesis import strategies as st
 from derive.architecture.families import read_architecture as read_config
 from derive.catalog import Model
 from derive.evaluate import evaluate
-from derive.formula import LIBRARY
+from formulas import library
 from formulas import moe as moe_formulas
 from formulas import notation as sym
+
+LIBRARY = library()  # every formula, loaded once
 
 settings.register_profile("ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("long", max_examples=100_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -217,7 +219,13 @@ def test_monotone_where_physics_says_so(cfg, gpu, batch, context):
         values, lib = _decode_values(model, bw, flops, 10**12, batch, s)
         return evaluate(sym.kv_seq.symbol, values, lib)
 
-    assert kv(context + 1) > kv(context) > 0
+    # KV bytes never fall with context; they rise while some layer still caches every new token
+    # (a model whose every layer slides over a window stops growing at the window: Gemma 2, Mistral).
+    longest = max(model.config.windows.values(), default=0)
+    grows = not model.config.windows or any(k.span is None for k in model.formulas.kinds) or context < longest
+    assert kv(context + 1) >= kv(context) > 0
+    if grows:
+        assert kv(context + 1) > kv(context)
     assert step(batch + 1, context, bw) > step(batch, context, bw) > 0
     assert step(batch, context, 2 * bw) <= step(batch, context, bw)
 

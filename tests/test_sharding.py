@@ -13,8 +13,10 @@ from derive.derivations.common import Setup
 from derive.derivations.sharding import shard
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
-from derive.formula import LIBRARY
+from formulas import library
 from formulas import sharding as sh
+
+LIBRARY = library()  # every formula, loaded once
 
 NVLINK = None  # use the GPU's own link from the catalog
 MINE = ["formulas.sharding", "formulas.attention_memory", "formulas.claim"]

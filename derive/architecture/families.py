@@ -193,7 +193,13 @@ def deepseek(k: Keys) -> tuple[list[Layer], dict[str, Any]]:
         shared_width=k.int("moe_intermediate_size") if shared else 0,
     )
     is_moe = moe_every(k, k.int("first_k_dense_replace", 0, minimum=0), k.int("moe_layer_freq", 1), layers)
-    return [(mixer, None, moe) if m else (mixer, mlp, None) for m in is_moe], _common(k)
+    fields = _common(k)
+    if mixer.indexer is not None:
+        fields["notes"] = (
+            "the indexer's keys are cached here in the KV dtype; DeepSeek's reference kernels keep them in fp8 "
+            "with one fp32 scale per 128 values",
+        )
+    return [(mixer, None, moe) if m else (mixer, mlp, None) for m in is_moe], fields
 
 
 def qwen3(k: Keys) -> tuple[list[Layer], dict[str, Any]]:
@@ -516,6 +522,7 @@ def read_architecture(raw: object, name: str) -> Architecture:
             "A decoder needs at least one mixer layer: fix the layer pattern",
         )
     norms = fields.pop("norms", 2)
+    notes += fields.pop("notes", ())
     hyper = fields.get("hyper", 0)
     mtp = keys.get("num_nextn_predict_layers") or keys.get("mtp_num_hidden_layers") or keys.get("num_mtp_modules")
     if isinstance(mtp, int) and mtp > 0:
