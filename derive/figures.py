@@ -104,7 +104,7 @@ def bytes_against_context(
     ax.set_xlabel("context (tokens per sequence)")
     ax.set_ylabel("bytes per decode step (GB)")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc="upper left" if crossover is not None else "lower right")
     save(fig, stem)
 
 

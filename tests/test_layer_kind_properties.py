@@ -19,7 +19,7 @@ from derive.derivations.costs import crossover_kv_weights
 from derive.evaluate import evaluate
 from formulas import notation as sym
 
-EXAMPLES = 300 if os.environ.get("HYPOTHESIS_PROFILE") == "long" else 40
+EXAMPLES = 5000 if os.environ.get("HYPOTHESIS_PROFILE") == "long" else 40
 
 
 @st.composite

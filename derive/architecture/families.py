@@ -337,11 +337,16 @@ def gemma4(k: Keys) -> tuple[list[Layer], dict[str, Any]]:
 
 
 def minimax_m2(k: Keys) -> tuple[list[Layer], dict[str, Any]]:
-    """MiniMax M2: GQA with q/k norms over all heads, routed experts only (the routing bias is a buffer)."""
+    """MiniMax M2: GQA with q/k norms over all heads, routed experts only, with a routing-score bias."""
     layers = k.int("num_hidden_layers")
     norm = k.text("qk_norm_type", "per_layer") if k.flag("use_qk_norm", True) else ""
     mixer = attention(k, qk_norm={"per_layer": "layer", "per_head": "head", "": ""}.get(norm, "layer"))
-    moe = MoE(k.int("num_local_experts"), k.int("num_experts_per_tok"), k.int("intermediate_size"))
+    moe = MoE(
+        k.int("num_local_experts"),
+        k.int("num_experts_per_tok"),
+        k.int("intermediate_size"),
+        correction_bias=k.flag("use_routing_bias", True),
+    )
     return [(mixer, None, moe)] * layers, _common(k)
 
 
@@ -374,6 +379,7 @@ def nemotron_h(k: Keys) -> tuple[list[Layer], dict[str, Any]]:
                 k.int("num_experts_per_tok"),
                 k.int("moe_intermediate_size"),
                 gated=False,
+                correction_bias=True,  # NemotronHTopkRouter keeps e_score_correction_bias (a buffer)
                 shared=k.int("n_shared_experts", 1, minimum=0),
                 shared_width=k.int("moe_shared_expert_intermediate_size"),
             ),
