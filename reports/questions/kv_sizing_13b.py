@@ -14,13 +14,20 @@ def build(inputs: Inputs) -> Answer:
     per_seq = answer.headline("kv_bytes_per_sequence", r["kv_bytes_per_sequence"].value, "byte/sequence")
     fits = answer.headline("max_sequences", r["max_sequences"].value, "sequence")
     memory = Quantity(setup.gpu.memory * setup.count, "byte")
-    answer.summary = Prose(
-        "summary",
-        "Weights plus one KV cache per conversation must fit. The weights take {weights}; each "
-        "conversation's cache takes {per_seq}, so {memory} holds {fits} beside the weights. "
-        "Real servers fit fewer: activations, the framework's workspace and fragmentation take memory too.",
-        {"weights": weights, "per_seq": per_seq, "memory": memory, "fits": fits},
-    )
+    q = {"weights": weights, "per_seq": per_seq, "memory": memory, "fits": fits}
+    if r["max_sequences"].value >= 1:
+        text = (
+            "Weights plus one KV cache per conversation must fit. The weights take {weights}; each "
+            "conversation's cache takes {per_seq}, so {memory} holds {fits} beside the weights. "
+            "Real servers fit fewer: activations, the framework's workspace and fragmentation take memory too."
+        )
+    else:
+        text = (
+            "Weights plus one KV cache per conversation must fit, and here they do not: the weights alone take "
+            "{weights}, more than the {memory} given, so no conversation fits until the model is split over more "
+            "accelerators (--set count=...) or stored in fewer bits; each conversation's cache then takes {per_seq}."
+        )
+    answer.summary = Prose("summary", text, q)
     answer.sections.append(Section("Weights, cache and what fits", sheet))
     answer.takeaways += [
         Prose(

@@ -54,15 +54,24 @@ def build(inputs: Inputs) -> Answer:
         "gap": answer.headline("kernel_gap", v[sb.t_k], "second"),
         "eta": answer.headline("achieved_bandwidth", v[pf.eta_bw]),
     }
-    answer.summary = Prose(
-        "summary",
-        "The floor is the bytes over the bandwidth: {bytes} a step, {floor}; the measured {measured} is {ratio} times "
-        "that, and a gap that size at batch 1 is almost never the GPU being slow. Sorted by what one profiler trace "
-        "shows: (1) idle gaps between kernels, {kernels} launches at {gap} each, {launch}; (2) host work between "
-        "steps (sampling, scheduling, Python), {host}; (3) kernels reading at {eta} of peak bandwidth, {bw}. "
-        "That leaves {rest} unattributed.",
-        q,
-    )
+    if v[u.t_meas] < v[sym.t_step]:
+        answer.summary = Prose(
+            "summary",
+            "The floor is the bytes over the bandwidth: {bytes} a step, {floor}. A measured {measured} is below it, "
+            "which no server can do: the measurement is of another model, batch or layout, or the bytes are counted "
+            "wrong. Pass the step time measured for this model (--set measured_step_time=...).",
+            q,
+        )
+    else:
+        answer.summary = Prose(
+            "summary",
+            "The floor is the bytes over the bandwidth: {bytes} a step, {floor}; the measured {measured} is {ratio} "
+            "times that, and a gap that size at batch 1 is almost never the GPU being slow. Sorted by what one "
+            "profiler trace shows: (1) idle gaps between kernels, {kernels} launches at {gap} each, {launch}; "
+            "(2) host work between steps (sampling, scheduling, Python), {host}; (3) kernels reading at {eta} of "
+            "peak bandwidth, {bw}. That leaves {rest} unattributed.",
+            q,
+        )
     answer.sections.append(
         Section(
             "Floor, measured step and the three causes",
