@@ -13,7 +13,7 @@ and state sizes follow vLLM's `kv_cache_interface.py` (one spec per layer kind).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import sympy
 
@@ -490,9 +490,3 @@ class MoE(Kind):
             return sympy.Integer(0)
         d = n.d.symbol
         return s(n.E_s) * (3 if self.gated else 2) * d * s(n.d_s) + (d if self.shared_gate else 0)
-
-
-def is_default(kind: Kind, name: str) -> bool:
-    """Whether a field of a kind still has its default (for compact descriptions)."""
-    field = next(f for f in fields(kind) if f.name == name)  # type: ignore[arg-type]
-    return getattr(kind, name) == field.default

@@ -10,7 +10,6 @@ from derive.evaluate import over
 from derive.sheet import Figure, Prose, Quantity, Section, Work
 from formulas import intensity as it
 from formulas import notation as sym
-from formulas import ratios  # noqa: F401  (defines the group ratio and the ridge fraction)
 
 
 def _draw(gqa, mla, setups, stem):  # type: ignore[no-untyped-def]

@@ -17,7 +17,6 @@ from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, decode_inputs, start
 from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import notation as sym
-from formulas import roofline_points  # noqa: F401  (defines attainable_flops)
 
 
 def peak(setup: Setup, inputs: Inputs) -> tuple[sympy.Expr, str]:

@@ -19,7 +19,6 @@ from derive.derivations.sharding import activation_format
 from derive.errors import DeriveError, FitError
 from derive.sheet import Figure, Prose, Quantity, Section
 from derive.units import format_quantity, parse_quantity
-from formulas import decode_overheads  # noqa: F401  (defines the floor split)
 from formulas import notation as sym
 from formulas import prefill as pf
 from formulas import sharding as sh

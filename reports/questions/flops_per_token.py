@@ -13,7 +13,6 @@ from derive.sheet import Figure, Prose, Quantity, Section, Work
 from derive.units import format_quantity
 from formulas import flops as fl
 from formulas import notation as sym
-from formulas import ratios  # noqa: F401  (defines two_n_ratio)
 
 
 def _draw(sheet, setup, stem):  # type: ignore[no-untyped-def]

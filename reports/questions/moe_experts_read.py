@@ -13,7 +13,6 @@ from derive.sheet import Figure, Prose, Quantity, Section, Work
 from derive.units import format_quantity
 from formulas import (
     moe,
-    ratios,  # noqa: F401  (defines read_vs_total and active_fraction)
 )
 from formulas import notation as sym
 

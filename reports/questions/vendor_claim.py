@@ -7,7 +7,6 @@ from derive.sheet import Prose, Quantity, Section, Work
 from derive.units import parse_quantity
 from formulas import claim as cl
 from formulas import notation as sym
-from formulas import ratios  # noqa: F401  (defines claim_over_floor)
 
 
 def _sheet(inputs: Inputs, **overrides):  # type: ignore[no-untyped-def]
