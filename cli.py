@@ -160,7 +160,9 @@ def _setup(kwargs: dict[str, Any], need_gpu: bool = False) -> Any:
             kwargs[key] = default
             defaults.append(key)
     extra = {
-        key: kwargs[key] for key in ("count", "prompt", "output", "tokens", "claim") if kwargs.get(key) is not None
+        key: kwargs[key]
+        for key in ("count", "prompt", "output", "tokens", "claim", "floor")
+        if kwargs.get(key) is not None
     }
     defaults += [key for key in ("count", "prompt", "output", "tokens") if key in kwargs and kwargs[key] is None]
     if kwargs.get("vs"):
@@ -267,6 +269,9 @@ def crossover() -> None:
 count_option = click.option("--count", type=COUNT, help="Accelerators holding the model. Default: 1.")
 prompt_option = click.option("--prompt", type=COUNT, help="Prompt tokens per request. Default: 2048.")
 output_option = click.option("--output", type=COUNT, help="Output tokens per request. Default: 256.")
+floor_option = click.option(
+    "--floor", is_flag=True, default=None, help="The roofline floor alone, without the calibrated estimate."
+)
 vs_option = click.option("--vs", required=True, help="The accelerator to compare with.")
 tokens_option = click.option("--tokens", type=COUNT, help="Tokens through the layer at once (T). Default: 1.")
 link_option = click.option(
@@ -314,11 +319,13 @@ _sheet_command(
 _sheet_command(
     "predict",
     "derive.derivations.costs.predict",
-    "TTFT, TPOT, throughput and end-to-end latency from the roofline, at stated efficiencies (a floor).",
+    "TTFT, TPOT, throughput and end-to-end latency: the roofline floor and, beside it, the estimate calibrated "
+    "on profiled kernels (formulas/calibration.json), every term shown.",
     tp_option,
     batch_option,
     prompt_option,
     output_option,
+    floor_option,
 )
 _sheet_command(
     "compare",

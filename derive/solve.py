@@ -75,6 +75,15 @@ def solve(
             f"{unknown.key} does not appear in `{lhs} = {rhs}`",
             "Solve for a symbol that one side depends on",
         )
+    try:
+        return _closed(lhs, rhs, lhs_in, rhs_in, unknown, at)
+    except DeriveError:
+        if at is None:
+            raise
+        return _numeric(lhs, rhs, lhs_in - rhs_in, unknown, at)
+
+
+def _closed(lhs, rhs, lhs_in, rhs_in, unknown, at) -> Solution:  # type: ignore[no-untyped-def]
     pieces = _pieces(lhs_in - rhs_in, unknown.symbol)
     if len(pieces) == 1:
         real = _roots(lhs_in, rhs_in, unknown)
@@ -88,12 +97,91 @@ def solve(
     return _piecewise(lhs, rhs, lhs_in, rhs_in, unknown, pieces, at)
 
 
+# Where a numeric root is looked for: a unknown between 2^-20 and 2^60 of its base unit.
+_BRACKET = tuple(sympy.Integer(2) ** e for e in range(-20, 61))
+
+
+def _numeric(
+    lhs: sympy.Expr, rhs: sympy.Expr, difference: sympy.Expr, unknown: Sym, at: Callable[[sympy.Expr], sympy.Expr]
+) -> Solution:
+    """No closed form: the first positive crossing of the two sides, by bisection at the problem's values.
+
+    A MoE prompt pass reads the experts its S_p tokens touch while a window caps its attention: the
+    crossover is then transcendental on every piece. The root is a number, and the sheet says so.
+    """
+    symbol = unknown.symbol
+
+    def sign_at(value: sympy.Expr) -> float:
+        return float(sympy.sign(at(difference.xreplace({symbol: value}))))
+
+    low, low_sign = _BRACKET[0], sign_at(_BRACKET[0])
+    for high in _BRACKET[1:]:
+        high_sign = sign_at(high)
+        if high_sign != low_sign:
+            break
+        low, low_sign = high, high_sign
+    else:
+        raise DeriveError(
+            f"SymPy finds no closed form for {unknown.key} in `{lhs} = {rhs}`, and the two sides do not cross "
+            f"between 2^-20 and 2^60{(' ' + unknown.unit) if unknown.unit else ''}",
+            "Check the inputs, or evaluate both sides with 'derive eval' over a range",
+        )
+    for _ in range(60):  # 60 halvings of a factor-2 bracket: about 18 significant digits
+        middle = (low + high) / 2
+        if sign_at(middle) == low_sign:
+            low = middle
+        else:
+            high = middle
+    root = sympy.Float((low + high) / 2, 15)
+    return Solution(
+        unknown, "solve", lhs, rhs, unknown, root, (root,), "no closed form: found numerically, by bisection"
+    )
+
+
 def _roots(lhs: sympy.Expr, rhs: sympy.Expr, unknown: Sym) -> list[sympy.Expr]:
+    lambert = _lambert(lhs - rhs, unknown.symbol)
+    if lambert is not None:
+        return lambert
+    if any(p.exp.has(unknown.symbol) for p in (lhs - rhs).atoms(sympy.Pow)):
+        return []  # an exponential Lambert's form does not cover: sympy.solve takes minutes to give up
     try:
         roots = sympy.solve(sympy.Eq(lhs, rhs), unknown.symbol, simplify=False, rational=False)
     except NotImplementedError:
         roots = []
     return [_tidy(r) for r in roots if not r.is_nonpositive and r.is_real is not False]
+
+
+def _lambert(expr: sympy.Expr, x: sympy.Symbol) -> list[sympy.Expr] | None:
+    """Roots of A + G·x + C·q^(r·x) = 0 through Lambert's W, or None when `expr` is not of that form.
+
+    A MoE step reads the experts its tokens touch, E·(1 - (1 - k/E)^(B·tau)): the knee then sets a line
+    in B against an exponential of B. SymPy's solve splits the power's base and gives up (or takes a
+    minute); the form has a textbook closed form. With u = x + A/G: u·q^(-r·u) = -C·q^(-r·A/G)/G, so
+    x = -A/G - W(z)/(r·ln q) with z = C·r·ln(q)·q^(-r·A/G)/G. Both real branches are returned, the
+    principal one first: for a concave read curve (q < 1) it is the larger root.
+    """
+    powers = [p for p in expr.atoms(sympy.Pow) if p.exp.has(x) and not p.base.has(x)]
+    bases = {p.base for p in powers}
+    if len(bases) != 1:
+        return None
+    (q,) = bases
+    rates = {sympy.cancel(p.exp / x) for p in powers}
+    if len(rates) != 1 or any(rate.has(x) for rate in rates):
+        return None
+    (r,) = rates
+    y = sympy.Dummy("y", positive=True)
+    linear = sympy.expand(expr.xreplace({q ** (r * x): y}))
+    if linear.has(q ** (r * x)) or not linear.is_polynomial(x, y):
+        return None
+    poly = sympy.Poly(linear, x, y)
+    if poly.total_degree() != 1:
+        return None
+    A, G, C = (poly.coeff_monomial(m) for m in (1, x, y))
+    if G == 0 or C == 0:
+        return None
+    log_q = r * sympy.log(q)
+    z = C * log_q * q ** (-r * A / G) / G
+    return [-A / G - sympy.LambertW(z, branch) / log_q for branch in (0, -1)]
 
 
 def _check_unit(closed: sympy.Expr, unknown: Sym) -> None:
@@ -161,7 +249,7 @@ def _text(expr: sympy.Basic) -> str:
 
 def asymptote(expr: sympy.Expr, variable: Sym, defines: Sym, library: Library = LIBRARY) -> Solution:
     """The limit of `expr` as `variable` grows without bound, unit-checked against `defines`."""
-    inlined = _split_extremes(inline(expr, variable, library))
+    inlined = _split_extremes(saturated(inline(expr, variable, library), variable))
     closed = _limit(inlined, variable.symbol)
     if closed.has(sympy.oo, sympy.zoo, sympy.nan, sympy.Limit):
         raise DeriveError(f"{defines.key} has no finite limit as {variable.key} grows", "")
@@ -169,6 +257,17 @@ def asymptote(expr: sympy.Expr, variable: Sym, defines: Sym, library: Library = 
     if found.dimensionality != unit(defines.unit).dimensionality:
         raise UnitError(f"the limit for {defines.key} is [{format(found, 'C')}], not [{defines.unit}]")
     return Solution(defines, "limit", expr, None, variable, closed)
+
+
+def saturated(expr: sympy.Expr, variable: Sym) -> sympy.Expr:
+    """`expr` as `variable` grows, with each q^(c·variable) taken to 0.
+
+    The library's only powers of a workload variable are probabilities that an expert is still
+    untouched, (1 - k/E)^(B·tau), with 0 < q < 1: at a large enough batch every expert is read.
+    SymPy cannot take that limit while q's sign is unknown to it.
+    """
+    fading = {p: sympy.Integer(0) for p in expr.atoms(sympy.Pow) if p.exp.has(variable.symbol)}
+    return expr.xreplace(fading)
 
 
 def _tidy(expr: sympy.Expr) -> sympy.Expr:

@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 import sympy
 
-from derive.catalog import load_gpu, load_model
+from derive.catalog import Gpu, Model, load_gpu, load_model
 from derive.errors import DeriveError
 from derive.evaluate import evaluate, inline, symbols_of
 from derive.formula import Library
 from derive.symbols import Sym
+from formulas import calibrated as cal
 from formulas import library
 from formulas import notation as sym
 from formulas import prefill as pf
@@ -71,14 +72,16 @@ class Target:
 
 
 def predict_target() -> Target:
-    """TTFT, TPOT, throughput and end-to-end latency: the roofline predictor of `derive predict`."""
+    """TTFT and TPOT, floor and calibrated, throughput and end-to-end latency: the predictor of `derive predict`."""
     return Target(
         "predict",
         {
-            "ttft": (pf.ttft.symbol, "second"),
-            "tpot": (pf.tpot.symbol, "second"),
-            "throughput": (pf.R_dec.symbol, "token/second"),
-            "e2e_latency": (pf.e2e.symbol, "second"),
+            "ttft_floor": (pf.ttft.symbol, "second"),
+            "ttft": (cal.t_calp.symbol, "second"),
+            "tpot_floor": (pf.tpot.symbol, "second"),
+            "tpot": (cal.t_cal.symbol, "second"),
+            "throughput": (cal.R_cal.symbol, "token/second"),
+            "e2e_latency": (cal.e2e_cal.symbol, "second"),
         },
     )
 
@@ -98,10 +101,15 @@ class Compiled:
     axes: tuple[str, ...]
 
 
-def _fixed_values(model_name: str, gpu_name: str, dtype: str) -> tuple[dict[Sym, sympy.Expr], Library]:
+def predictor_inputs(model: Model, gpu: Gpu, dtype: str, fitted: bool = True) -> tuple[dict[Sym, sympy.Expr], Library]:
+    """The values every sweep target may need for one model, accelerator and dtype, and the model's library.
+
+    The workload (batch, context, tp, prompt, output) is left out: a sweep varies it. Without `fitted`
+    the calibration's values are left out too (tools/calibrate.py fits them).
+    """
+    from derive.calibration import predictor_values
     from derive.derivations.common import Setup, model_library, sizing_values
 
-    model, gpu = load_model(model_name), load_gpu(gpu_name)
     library = model_library(model)
     values: dict[Sym, sympy.Expr] = sizing_values(Setup(model=model, dtype=dtype))
     values.pop(sym.S, None)
@@ -117,13 +125,14 @@ def _fixed_values(model_name: str, gpu_name: str, dtype: str) -> tuple[dict[Sym,
             pf.eta_f: sympy.Integer(1),
         }
     )
+    values.update(predictor_values(gpu, fitted))
     return values, library
 
 
 def compile_combination(
     target: Target, model: str, gpu: str, dtype: str, axes: Sequence[str], defaults: dict[str, int]
 ) -> Compiled:
-    values, library = _fixed_values(model, gpu, dtype)
+    values, library = predictor_inputs(load_model(model), load_gpu(gpu), dtype)
     swept = [AXES[a] for a in axes]
     for axis, value in defaults.items():  # numeric inputs held fixed
         if axis not in axes:
@@ -133,16 +142,16 @@ def compile_combination(
         values.pop(sym.S, None)
     functions = {}
     for column, (expr, _) in target.outputs.items():
-        functions[column] = _compile(expr, swept, values, library, predict=target.name == "predict")
+        functions[column] = compile_expression(expr, swept, values, library, predict=target.name == "predict")
     # Fits when the weights and the batch's cache (at the end of its output, for the predictor) fit in n accelerators.
     held = pf.S_p.symbol + pf.S_o.symbol if target.name == "predict" else sym.S.symbol
     one_sequence = library.get("kv_bytes_per_sequence").expr.xreplace({sym.S.symbol: held})
     needed = sym.W.symbol + sym.B.symbol * one_sequence
-    fits = _compile(sympy.Le(needed, sym.n.symbol * sym.M.symbol), swept, values, library, predict=False)
+    fits = compile_expression(sympy.Le(needed, sym.n.symbol * sym.M.symbol), swept, values, library, predict=False)
     return Compiled({"model": model, "gpu": gpu, "dtype": dtype}, functions, fits, tuple(axes))
 
 
-def _compile(
+def compile_expression(
     expr: sympy.Expr, swept: list[Sym], values: dict[Sym, sympy.Expr], library: Library, predict: bool
 ) -> Callable[..., Any]:
     full = sympy.sympify(expr)
@@ -156,7 +165,7 @@ def _compile(
     for s in symbols_of(full):
         if s in swept:
             continue
-        if s not in values and library.defining(s.symbol) is None:
+        if s.value is None and s not in values and library.defining(s.symbol) is None:
             raise DeriveError(f"the sweep needs a value for {s.key}", f"Sweep it or pass --{s.key}")
         from derive.evaluate import resolve
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 MODULES = (
     "memory",
+    "reads",
     "flops",
     "roofline",
     "prefill",
@@ -29,10 +30,10 @@ MODULES = (
     "attention_memory",
     "ratios",
     "roofline_points",
-    "decode_overheads",
     "launch",
     "fusion",
     "static_batching",
+    "calibrated",
     "step_budget",
     "training",
 )

@@ -7,7 +7,8 @@ weight traffic is therefore set by the union of the tokens' choices, not by k.
 
 from derive.formula import formula
 from derive.symbols import constant, define
-from formulas.notation import B, E, L_e, N, N_act, N_routed, b_w, k_e, tau
+from formulas.notation import B, E, L_e, N, N_act, N_look, N_routed, S_p, k_e, tau
+from formulas.reads import N_read
 
 c_route = constant(
     "routing_draws_per_token",
@@ -19,16 +20,24 @@ c_route = constant(
 )
 T_r = define("routed_tokens", "T_r", "", "T_r", "tokens routed through each MoE layer in one step (a pure count)")
 E_t = define("experts_touched", "E_t", "", "E_t", "expected distinct routed experts one step uses, per MoE layer")
+T_pf = define(
+    "prefill_routed_tokens", "T_pf", "", r"T_{pf}", "tokens routed through each MoE layer in the prompt pass (a count)"
+)
+E_pf = define(
+    "prefill_experts_touched",
+    "E_pf",
+    "",
+    r"E_{pf}",
+    "expected distinct routed experts the prompt pass uses, per MoE layer",
+)
 N_x = define("params_per_expert", "N_x", "parameter", "N_x", "parameters of one routed expert in one layer")
 N_fix = define(
     "always_read_params",
     "N_fix",
     "parameter",
     r"N_{fix}",
-    "parameters every step reads whatever the routing: all but the routed experts",
+    "parameters every step reads whatever the routing: all but the routed experts and the lookup tables",
 )
-N_read = define("params_read_per_step", "N_read", "parameter", r"N_{read}", "parameters one decode step reads")
-W_read = define("bytes_read_per_step", "W_read", "byte", r"W_{read}", "weight bytes one decode step reads")
 x_read = define("read_vs_active", "x_read", "", r"x_{read}", "parameters a step reads per parameter one token uses")
 
 routed_tokens = formula(
@@ -46,6 +55,16 @@ experts_touched = formula(
     "any skewed routing touches fewer (the sum of 1-(1-p_i)^T_r is concave in p_i), so this is the most.",
 )
 
+prefill_routed_tokens = formula(
+    T_pf, B.symbol * S_p.symbol * c_route.symbol, "Every prompt token of the B sequences is routed once per MoE layer."
+)
+
+prefill_experts_touched = formula(
+    E_pf,
+    E.symbol * (1 - (1 - k_e.symbol / E.symbol) ** T_pf.symbol),
+    "The same union as a decode step's (experts_touched), over the prompt pass's tokens.",
+)
+
 params_per_expert = formula(
     N_x,
     N_routed.symbol / (L_e.symbol * E.symbol),
@@ -54,17 +73,10 @@ params_per_expert = formula(
 
 always_read_params = formula(
     N_fix,
-    N.symbol - N_routed.symbol,
-    "Embeddings, attention, norms, routers, shared experts, dense-layer MLPs and the head serve every token.",
+    N.symbol - N_routed.symbol - N_look.symbol,
+    "Attention, norms, routers, shared experts, dense-layer MLPs and the head serve every token; the lookup "
+    "tables give only their rows (formulas/reads.py).",
 )
-
-params_read_per_step = formula(
-    N_read,
-    N_fix.symbol + L_e.symbol * E_t.symbol * N_x.symbol,
-    "A touched expert's weights are read once per step however many of the step's tokens it serves.",
-)
-
-bytes_read_per_step = formula(W_read, N_read.symbol * b_w.symbol, "Every weight read is stored in the weight dtype.")
 
 read_vs_active = formula(
     x_read,

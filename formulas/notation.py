@@ -86,6 +86,21 @@ N_mm = define(
     "matmul_params", "N_mm", "parameter", r"N_{mm}", "parameters each token multiplies through (head included)"
 )
 
+N_look = define(
+    "lookup_params",
+    "N_look",
+    "parameter",
+    r"N_{look}",
+    "parameters only looked up, never multiplied whole: the input embedding (unless the head shares it), positions",
+)
+n_g = define(
+    "lookup_params_per_token",
+    "n_g",
+    "parameter/token",
+    "n_g",
+    "parameters one token gathers from the lookup tables: one row of each",
+)
+
 # Kernels, shared by the launch-overhead and step-budget formulas.
 k_l = define("kernels_per_layer", "k_l", "", "k_l", "kernels one layer launches per step")
 

@@ -7,7 +7,8 @@ import sympy
 
 from derive.formula import formula
 from derive.symbols import define
-from formulas.notation import BW, B, F, F_pre, K_pr, P, S_o, S_p, W, a, k, n, t_step, tau
+from formulas.notation import BW, B, F, F_pre, K_pr, P, S_o, S_p, a, k, n, t_step, tau
+from formulas.reads import W_pre
 
 eta_bw = define("bandwidth_efficiency", "eta_bw", "", r"\eta_{bw}", "fraction of peak bandwidth achieved")
 eta_f = define("flops_efficiency", "eta_f", "", r"\eta_{f}", "fraction of peak FLOP/s achieved")
@@ -39,8 +40,8 @@ prefill_attention_flops_per_token = formula(
 
 prefill_memory_time = formula(
     t_pm,
-    (W.symbol + B.symbol * K_pr.symbol) / (n.symbol * eta_bw.symbol * BW.symbol),
-    "The prompt pass reads the weights once and writes each prompt token's KV.",
+    (W_pre.symbol + B.symbol * K_pr.symbol) / (n.symbol * eta_bw.symbol * BW.symbol),
+    "The prompt pass reads the weights it multiplies through once and writes each prompt token's KV.",
 )
 
 prefill_compute_time = formula(

@@ -11,8 +11,8 @@ from derive.symbols import define
 from formulas.claim import r_claim, r_floor
 from formulas.flops import F_2n, F_tot
 from formulas.intensity import I_att, I_ridge
-from formulas.moe import N_read
 from formulas.notation import N, N_act, n_h, n_kv
+from formulas.reads import N_read
 
 x_2n = define("two_n_ratio", "x_2N", "", r"x_{2N}", "FLOPs per token counted in full, over the 2N rule")
 g_q = define("query_kv_group_ratio", "g_q", "", r"g_{q}", "query heads per key/value head (the GQA group size)")

@@ -2,6 +2,7 @@
 
 Tensor parallelism over n accelerators is taken as ideal: weights, KV cache and
 FLOPs split evenly, communication not counted (formulas/sharding.py adds it).
+A step reads W_read, not W: what it multiplies through (formulas/reads.py).
 """
 
 import sympy
@@ -9,12 +10,13 @@ import sympy
 from derive.formula import formula
 from formulas.flops import F_att
 from formulas.notation import BW, B, B_max, F, M, P, R, W, kv_seq, kv_total, n, t_comp, t_mem, t_step, tau
+from formulas.reads import W_read
 
 memory_time = formula(
     t_mem,
-    (W.symbol + kv_total.symbol) / (n.symbol * BW.symbol),
-    "Each decode step reads all weights and the batch's KV cache once (scaling-book, 'All About "
-    "Transformer Inference').",
+    (W_read.symbol + kv_total.symbol) / (n.symbol * BW.symbol),
+    "Each decode step reads the weights it multiplies through (the experts its tokens touch, the embedding "
+    "rows it gathers) and the batch's KV cache once (scaling-book, 'All About Transformer Inference').",
 )
 
 compute_time = formula(

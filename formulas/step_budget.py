@@ -12,10 +12,10 @@ division with one operand taken wrongly.
 
 from derive.formula import formula
 from derive.symbols import define
-from formulas.moe import W_read
+from formulas.calibrated import X_ew, t_ar, t_W
 from formulas.notation import BW, B, K_pr, L, M, P, W, k_l, kv_total, n, t_mem, t_step, tau
 from formulas.prefill import S_o, e2e, eta_bw, ttft
-from formulas.sharding import BW_link, b_a, v_d
+from formulas.reads import W_read
 from formulas.utilisation import D_gpu, F_step, t_meas
 
 # The step budget.
@@ -27,23 +27,6 @@ U_rep = define(
     "MBU a server reports: the bandwidth floor over the measured step",
 )
 t_obs = define("step_time_at_reported_mbu", "t_obs_mbu", "second", r"t_{obs}", "step time the reported MBU implies")
-m_ar = define(
-    "budget_allreduces_per_layer",
-    "m_AR",
-    "",
-    r"m_{ar}",
-    "tensor-parallel all-reduces per layer (after attention and after the MLP)",
-)
-alpha_ar = define(
-    "budget_allreduce_latency",
-    "alpha_AR",
-    "second",
-    r"\alpha_{ar}",
-    "fixed latency of one small all-reduce (launch and synchronisation)",
-)
-t_ar = define(
-    "budget_allreduce_time", "t_AR", "second", r"t_{ar}", "tensor-parallel all-reduce time of one decode step"
-)
 t_k = define("budget_kernel_gap", "t_kgap", "second", r"t_k", "idle GPU time between two consecutive kernels")
 t_launch = define(
     "budget_launch_gap_time", "t_gaps", "second", r"t_{launch}", "idle GPU time between the kernels of one step"
@@ -70,19 +53,6 @@ step_time_at_reported_mbu = formula(
     "MBU = D_gpu / (t · BW) (formulas/utilisation.py) solved for the step time t.",
 )
 
-decode_allreduce_time = formula(
-    t_ar,
-    L.symbol
-    * m_ar.symbol
-    * (
-        alpha_ar.symbol
-        + 2 * (n.symbol - 1) / n.symbol * B.symbol * tau.symbol * v_d.symbol * b_a.symbol / BW_link.symbol
-    ),
-    "Megatron tensor parallelism sums each layer's attention and MLP outputs with one all-reduce each "
-    "(Shoeybi et al. 2019, sec. 3); a ring all-reduce sends 2(n-1)/n of the B·tau x d activations from each "
-    "accelerator (Patarasuk and Yuan 2009), after a fixed latency that dominates at decode's small messages.",
-)
-
 launch_gap_time = formula(
     t_launch,
     L.symbol * k_l.symbol * t_k.symbol,
@@ -101,6 +71,32 @@ unattributed_step_time = formula(
     t_meas.symbol - t_step.symbol - t_ar.symbol - t_launch.symbol - t_bwl.symbol - t_host.symbol,
     "The measured step less the floor and each bucket: what the assumptions leave for a profiler to find.",
 )
+
+# The step a real server approaches at batch 1, by hand (formulas/calibrated.py fits it instead).
+t_est = define(
+    "decode_step_estimate",
+    "t_est",
+    "second",
+    r"t_{est}",
+    "decode step a real server approaches: the floor, bandwidth below peak, then the all-reduces",
+)
+x_floor = define(
+    "floor_share_of_step",
+    "x_floor",
+    "",
+    r"x_{floor}",
+    "fraction of the estimated step that the weight-read floor explains",
+)
+
+decode_step_estimate = formula(
+    t_est,
+    t_step.symbol + t_bwl.symbol + t_ar.symbol,
+    "The floor, the time lost to bandwidth below peak, then the all-reduces: at batch 1 each all-reduce sits "
+    "between two layers' matmuls, on the critical path, so nothing overlaps it.",
+)
+
+floor_share_of_step = formula(x_floor, t_W.symbol / t_est.symbol, "The weight-read floor over the estimated step.")
+
 
 # Dashboard MBU with one operand wrong.
 K_p = define(
@@ -138,25 +134,29 @@ U_wall = define(
     r"\mathrm{MBU}_{wall}",
     "MBU timing wall clock per output token, prompt pass included",
 )
-U_moe = define(
-    "mbu_touched_experts", "MBU_moe", "", r"\mathrm{MBU}_{moe}", "MBU counting only the routed experts a step touches"
+U_all = define(
+    "mbu_all_weights",
+    "MBU_allW",
+    "",
+    r"\mathrm{MBU}_{all}",
+    "MBU counting every weight: experts the step does not touch and the whole embedding table",
 )
 U_sp = define("mfu_sparse_peak", "MFU_sp", "", r"\mathrm{MFU}_{sp}", "MFU against the sparse datasheet headline")
 
 kv_bytes_at_prompt = formula(K_p, B.symbol * K_pr.symbol, "The batch's cache as if each sequence held only its prompt.")
 mbu_without_kv = formula(
     U_nokv,
-    W.symbol / (n.symbol * t_meas.symbol * BW.symbol),
+    W_read.symbol / (n.symbol * t_meas.symbol * BW.symbol),
     "The MBU division with the KV reads left out of the bytes.",
 )
 mbu_kv_at_prompt = formula(
     U_kvp,
-    (W.symbol + K_p.symbol) / (n.symbol * t_meas.symbol * BW.symbol),
+    (W_read.symbol + K_p.symbol) / (n.symbol * t_meas.symbol * BW.symbol),
     "The MBU division with the cache counted at the prompt, not the live context.",
 )
 mbu_total_bytes_one_gpu = formula(
     U_tot,
-    (W.symbol + kv_total.symbol) / (t_meas.symbol * BW.symbol),
+    (W_read.symbol + kv_total.symbol) / (t_meas.symbol * BW.symbol),
     "The MBU division with all accelerators' bytes over one accelerator's bandwidth.",
 )
 wall_time_per_output_token = formula(
@@ -167,10 +167,11 @@ wall_time_per_output_token = formula(
 mbu_wall_time = formula(
     U_wall, D_gpu.symbol / (t_wall.symbol * BW.symbol), "The MBU division timed by wall clock per output token."
 )
-mbu_touched_experts = formula(
-    U_moe,
-    (W_read.symbol / n.symbol + kv_total.symbol / n.symbol) / (t_meas.symbol * BW.symbol),
-    "The MBU division with the weight bytes a MoE step actually reads (formulas/moe.py).",
+mbu_all_weights = formula(
+    U_all,
+    (W.symbol + kv_total.symbol) / (n.symbol * t_meas.symbol * BW.symbol),
+    "The MBU division with every stored weight as if the step read it: a MoE step reads only the experts its "
+    "tokens touch, and any step only the embedding rows it gathers (formulas/reads.py).",
 )
 mfu_sparse_peak = formula(
     U_sp,
@@ -183,26 +184,7 @@ phi_M = define("cache_memory_share", "phi_Mem", "", r"\phi_M", "the batch's KV c
 cache_memory_share = formula(phi_M, kv_total.symbol / M.symbol, "Cache bytes over one accelerator's memory.")
 
 # Fusion at decode: what elementwise passes cost in activation bytes.
-m_ew = define(
-    "decode_elementwise_passes_per_layer",
-    "m_ewp",
-    "",
-    r"m_{ew}",
-    "unfused elementwise passes per layer (norms, rotary, activation, residual adds)",
-)
-X_ew = define(
-    "decode_elementwise_bytes",
-    "X_ewb",
-    "byte",
-    r"X_{ew}",
-    "activation bytes the unfused elementwise passes move in one step",
-)
 x_ew = define("decode_elementwise_share", "x_ewb", "", r"x_{ew}", "elementwise activation bytes over the weight bytes")
-elementwise_bytes = formula(
-    X_ew,
-    2 * L.symbol * m_ew.symbol * B.symbol * tau.symbol * v_d.symbol * b_a.symbol,
-    "Each unfused pass reads and writes the d-wide activation of every token once.",
-)
 elementwise_share = formula(x_ew, X_ew.symbol / W.symbol, "What fusion could remove, against what it cannot.")
 
 # The predictor against published measurements.

@@ -26,7 +26,9 @@ def _independent(model_name: str, gpu_name: str, tp: int, context: int):
     bandwidth, peak, power = (Fraction(str(x)) for x in (gpu.bandwidth, gpu.flops["bf16"], gpu.power))
 
     def joules_per_token(batch: int) -> Fraction:
-        memory_time = (weights + batch * kv_per_sequence) / (tp * bandwidth)
+        # A step reads every matrix but gathers only its tokens' rows of the embedding table.
+        read = weights - 2 * (cfg.vocab - batch) * cfg.hidden
+        memory_time = (read + batch * kv_per_sequence) / (tp * bandwidth)
         compute_time = batch * flops_per_token / (tp * peak)
         return power * tp * max(memory_time, compute_time) / batch
 

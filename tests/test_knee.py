@@ -10,7 +10,7 @@ import sympy
 from derive.catalog import load_gpu, load_model
 from derive.derivations import Setup, knee
 from derive.evaluate import evaluate
-from formulas import library
+from formulas import library, reads
 from formulas import notation as sym
 
 LIBRARY = library()  # every formula, loaded once
@@ -56,7 +56,8 @@ def test_terminal_output_is_a_worked_derivation(run):
     assert result.exit_code == 0
     out = result.stdout
     assert "defaults used: gpu=h100, dtype=bf16, context=2048, tp=2" in out
-    assert "B_knee = P·W/(BW·F·τ + BW·F_att·τ - K_seq·P)" in out
+    # The weights a step reads: every matrix, and the embedding table only by its B·tau gathered rows.
+    assert "B_knee = (N·P·b_w - N_look·P·b_w)/(BW·F·τ + BW·F_att·τ - K_seq·P - P·b_w·n_g·τ)" in out
     assert "first_limit                memory_capacity" in out
 
 
@@ -69,7 +70,7 @@ def test_knee_closed_form_satisfies_its_equation():
     values = dict(sheet.values)
     values[sym.B] = sheet.results["knee_batch"].value
     values.pop(sym.kv_total, None)
-    for derived in (sym.t_mem, sym.t_comp, sym.t_step, sym.R):
+    for derived in (sym.t_mem, sym.t_comp, sym.t_step, sym.R, reads.N_read, reads.W_read):
         values.pop(derived, None)
     library = LIBRARY.extended(load_model("llama70b").formulas.all())
     memory = evaluate(LIBRARY.get("memory_time").expr, dict(values), library)
@@ -86,7 +87,9 @@ def test_knee_existence_agrees_with_a_numeric_search(context):
     crossed = False
     for batch in (2**i for i in range(0, 24)):
         values = {
-            s: v for s, v in sheet.values.items() if s not in (sym.kv_total, sym.t_mem, sym.t_comp, sym.t_step, sym.R)
+            s: v
+            for s, v in sheet.values.items()
+            if s not in (sym.kv_total, sym.t_mem, sym.t_comp, sym.t_step, sym.R, reads.N_read, reads.W_read)
         }
         values[sym.B] = sympy.Integer(batch)
         if evaluate(sym.t_comp.symbol, values, library) > evaluate(sym.t_mem.symbol, values, library):

@@ -7,14 +7,17 @@ import itertools
 import numpy as np
 import pytest
 import sympy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import derive.checker
-from derive.catalog import load_model
+from derive.catalog import load_gpu, load_model
 from derive.derivations.common import Setup
+from derive.derivations.costs import predict
 from derive.derivations.moe import experts
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
-from formulas import library, moe
+from formulas import library, moe, reads
 from formulas import notation as sym
 
 LIBRARY = library()  # every formula, loaded once
@@ -68,6 +71,11 @@ def test_deepseek_v3_at_batch_64_reads_far_more_than_its_active_count():
     assert sheet.results["bytes_read_per_step"].value == 2 * read  # bf16
 
 
+def _table(cfg) -> int:
+    """Embedding rows a step does not gather: the untied V x d table less its B·tau rows (config)."""
+    return cfg.vocab * cfg.hidden
+
+
 def test_params_read_is_the_per_layer_sum():
     """Independently: non-routed weights, plus in each MoE layer E_t experts of 3·d·d_e (gate, up, down)."""
     model = load_model("deepseek-v3")
@@ -77,17 +85,62 @@ def test_params_read_is_the_per_layer_sum():
     assert touched == cfg.experts * (1 - (1 - sympy.Rational(cfg.experts_per_token, cfg.experts)) ** 64)
     routed_all = cfg.moe_layers * cfg.experts * 3 * cfg.hidden * cfg.expert_intermediate
     per_layer = [touched * 3 * cfg.hidden * cfg.expert_intermediate for _ in range(cfg.moe_layers)]
-    assert sheet.results["params_read_per_step"].value == model.published_total - routed_all + sum(per_layer)
+    gathered = 64 * cfg.hidden  # one embedding row per token of the step
+    expected = model.published_total - routed_all + sum(per_layer) - _table(cfg) + gathered
+    assert sheet.results["params_read_per_step"].value == expected
 
 
 def test_mixtral_at_batch_1_reads_exactly_its_active_count():
     model = load_model("mixtral-8x7b")
     sheet = experts(Setup(model, batch=1))
-    # Published activated count 12,879,925,248 (catalog.toml, from shared/data/param_counts.json).
+    # Published activated count 12,879,925,248 (catalog.toml, from shared/data/param_counts.json); the step
+    # gathers one row of the 32,000 x 4,096 embedding the active count includes.
     assert model.published_active == 12_879_925_248
     assert sheet.results["experts_touched"].value == 2
-    assert sheet.results["params_read_per_step"].value == 12_879_925_248
-    assert sheet.results["read_vs_active"].value == 1
+    assert sheet.results["params_read_per_step"].value == 12_879_925_248 - 32_000 * 4_096 + 4_096
+
+
+def _floor(model_name: str, batch: int, dtype: str = "bf16", gpu: str = "h100"):
+    return predict(Setup(load_model(model_name), load_gpu(gpu), dtype=dtype, tp=8, batch=batch, floor=True))
+
+
+@pytest.mark.parametrize("batch", [1, 64])
+def test_mixtral_tpot_floor_by_hand(batch):
+    # Mixtral 8x7B (config): 32 layers, 8 experts of 3 x 4,096 x 14,336, top-2; bf16 on 8 H100s at 3.35 TB/s.
+    model = load_model("mixtral-8x7b")
+    sheet = _floor("mixtral-8x7b", batch)
+    expert = 3 * 4_096 * 14_336
+    touched = 8 * (1 - (1 - sympy.Rational(2, 8)) ** batch)
+    read = model.published_total - 32 * 8 * expert + 32 * touched * expert - 32_000 * 4_096 + batch * 4_096
+    context = sheet.values[sym.S]
+    cache = batch * context * 2 * 32 * 8 * 128 * 2
+    assert sheet.values[sym.t_mem] == (2 * read + cache) / (8 * load_gpu("h100").bandwidth)
+
+
+@pytest.mark.parametrize("batch", [1, 64])
+def test_deepseek_v3_tpot_floor_by_hand(batch):
+    # DeepSeek-V3 (config): 58 MoE layers of 256 experts of 3 x 7,168 x 2,048, top-8; fp8 weights, MLA cache,
+    # on 8 H200s (671 GB does not fit 8 H100s).
+    model = load_model("deepseek-v3")
+    sheet = _floor("deepseek-v3", batch, dtype="fp8", gpu="h200")
+    expert = 3 * 7_168 * 2_048
+    touched = 256 * (1 - (1 - sympy.Rational(8, 256)) ** batch)
+    read = model.published_total - 58 * 256 * expert + 58 * touched * expert - 129_280 * 7_168 + batch * 7_168
+    assert sheet.values[reads.W_read] == read  # one byte a weight
+    memory = sheet.values[sym.t_mem] * 8 * load_gpu("h200").bandwidth
+    assert memory == read + sheet.values[sym.kv_total]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(min_value=1, max_value=4096))
+def test_moe_step_bytes_rise_with_batch_toward_the_dense_figure(batch):
+    model = load_model("qwen3-30b-a3b")
+    sheet = experts(Setup(model, batch=batch))
+    small = sheet.results["bytes_read_per_step"].value
+    larger = experts(Setup(model, batch=batch + 1)).results["bytes_read_per_step"].value
+    every_expert = 2 * (sheet.values[sym.N] - _table(model.config))  # all matrices, no table
+    assert small < larger
+    assert larger <= every_expert + 2 * (batch + 1) * model.config.hidden
 
 
 def test_dense_model_is_refused():

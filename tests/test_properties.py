@@ -256,11 +256,13 @@ def test_knee_substituted_back_and_existence_agrees_with_a_search(cfg, gpu, cont
         values.pop(derived, None)
     values.pop(sym.B)
     knee = solve(memory, compute, sym.B, lib)
-    batch = evaluate(knee.closed_form, dict(values), lib)
-    exists = bool(batch.is_finite and batch > 0)
+    # A MoE model's knee is a Lambert W of huge exact rationals: checked in 40 digits, not simplified.
+    batch = evaluate(knee.closed_form, dict(values), lib).evalf(40)
+    exists = bool(batch.is_finite and batch.is_real and batch > 0)
     if exists:
         at = {**values, sym.B: batch}
-        assert sympy.simplify(evaluate(memory, dict(at), lib) - evaluate(compute, dict(at), lib)) == 0
+        sides = [evaluate(side, dict(at), lib).evalf(40) for side in (memory, compute)]
+        assert abs(sides[0] - sides[1]) <= 1e-25 * abs(sides[0])
     # A direct search of the step-time curve: compute time overtakes memory time at some batch?
     crossed = False
     for b in (2**i for i in range(0, 60, 3)):

@@ -67,6 +67,8 @@ def test_predict_rows_match_the_scalar_derivation(run, tmp_path):
             )
         )
         for column, name in (
+            ("ttft_floor_s", "ttft_floor"),
+            ("tpot_floor_s", "tpot_floor"),
             ("ttft_s", "ttft"),
             ("tpot_s", "tpot"),
             ("e2e_latency_s", "e2e_latency"),

@@ -15,9 +15,11 @@ SETUP = Setup(load_model("llama3-70b"), load_gpu("h100"), batch=8, tp=2, context
 
 
 def _memory_time() -> sympy.Expr:
-    """(weights + the batch's KV) / (n x bandwidth), from the config and datasheet (bf16 weights and cache)."""
+    """(weights read + the batch's KV) / (n x bandwidth), from the config and datasheet (bf16 weights and cache).
+
+    A step reads every matrix but gathers only its B rows of the untied embedding table."""
     model, gpu, cfg = SETUP.model, SETUP.gpu, SETUP.model.config
-    weights = 2 * model.published_total  # published parameter count x 2 bytes
+    weights = 2 * (model.published_total - (cfg.vocab - SETUP.batch) * cfg.hidden)  # published count x 2 bytes
     kv = SETUP.batch * SETUP.context * 2 * cfg.layers * cfg.kv_heads * cfg.head_dim * 2
     return sympy.Integer(weights + kv) / (SETUP.tp * gpu.bandwidth)
 

@@ -156,10 +156,12 @@ def model_formulas(arch: Architecture) -> ModelFormulas:
     parts.append(_count(n.N_norm, _norms(arch, syms)))
     if not arch.tied:
         parts.append(_count(n.N_head, V * d))
-    totals = _totals(parts, moe, syms)
+    totals = _totals(parts, moe, syms) + _lookups(arch)
     per_token, costs, kinds = _costs(arch, syms)
     if arch.expert_format:
         costs += (_weight_bytes(),)
+    if moe is not None:
+        costs += _expert_reads(arch, syms.layers(moe))
     shapes = {sym: sympy.Integer(v) for sym, v in syms.values.items()}
     return ModelFormulas(tuple(parts), totals, per_token, costs, shapes, kinds)
 
@@ -364,6 +366,47 @@ def _compressed_prompt_mean(mixer, s, context, a):  # type: ignore[no-untyped-de
         return entries / 2 * a.symbol
     chosen = sympy.Min(entries, n.S_top.symbol)
     return (chosen - chosen**2 / (2 * entries)) * a.symbol + entries / 2 * n.a_idx.symbol
+
+
+def _lookups(arch: Architecture) -> tuple[Formula, ...]:
+    """The tables a step only gathers rows of: the input embedding unless the head multiplies through it, positions."""
+    d = n.d.symbol
+    tables = [(n.V.symbol, not arch.tied), (n.n_pos.symbol, bool(arch.positions))]
+    looked_up = [rows for rows, gathered in tables if gathered]
+    source = "An embedding is a gather of one row per token (vLLM's VocabParallelEmbedding); a tied head is a matmul."
+    return (
+        _count(n.N_look, sum(looked_up) * d, source),
+        _count(n.n_g, len(looked_up) * d, source),
+    )
+
+
+def _expert_reads(arch: Architecture, L_e: sympy.Symbol) -> tuple[Formula, ...]:
+    """What a MoE model's decode step and prompt pass read: the fixed part, the gathered rows, the touched experts."""
+    from formulas import moe
+    from formulas.reads import N_pre, N_read, W_pre, W_read
+
+    out: list[Formula] = []
+    passes = ((N_read, W_read, moe.E_t, n.tau.symbol), (N_pre, W_pre, moe.E_pf, n.S_p.symbol))
+    for params, weight_bytes, touched, tokens in passes:
+        experts = L_e * touched.symbol * moe.N_x.symbol
+        out.append(
+            Formula(
+                params,
+                moe.N_fix.symbol + n.B.symbol * tokens * n.n_g.symbol + experts,
+                "A touched expert is read once however many of the pass's tokens it serves (formulas/moe.py); "
+                "the rest is read whole, the lookup tables row by row.",
+            )
+        )
+        if arch.expert_format:
+            out.append(
+                Formula(
+                    weight_bytes,
+                    (params.symbol - experts) * n.b_w.symbol + experts * n.b_x.symbol,
+                    "The touched experts in the checkpoint's format (quantization_config); the rest in the weight "
+                    "dtype.",
+                )
+            )
+    return tuple(out)
 
 
 def _weight_bytes() -> Formula:

@@ -36,6 +36,7 @@ class Setup:
     link_name: str = ""
     vs: Gpu | None = None  # the accelerator to compare with (compare)
     claim: sympy.Rational | None = None  # claimed tokens/s per user (claim)
+    floor: bool = False  # the roofline floor alone, no calibrated estimate (predict)
     defaults: tuple[str, ...] = field(default=())  # options the user left to their defaults
 
     def __post_init__(self) -> None:
@@ -208,6 +209,29 @@ def decode_inputs(work: Work, setup: Setup) -> None:
         work.compute(count_formula)
     for name in ("weight_bytes", "kv_bytes_per_token", "kv_bytes_per_sequence", "weight_flops_per_token"):
         work.compute(work.library.get(name))
+
+
+def weight_reads(work: Work, setup: Setup, prefill: bool = False) -> sympy.Expr:
+    """W_read (or, for the prompt pass, W_pre) step by step: the tables gathered by row, the experts touched."""
+    mf = setup.model.formulas
+    for total in mf.totals:
+        if total.defines in (sym.N_look, sym.n_g):
+            work.compute(total)
+    if setup.model.config.is_moe:
+        if sym.N_routed not in work.values:
+            work.given(sym.N_routed, _count_of(work, setup, sym.N_routed), "from the config: derive params")
+        names = (
+            ("prefill_routed_tokens", "prefill_experts_touched") if prefill else ("routed_tokens", "experts_touched")
+        )
+        for name in (*names, "params_per_expert", "always_read_params"):
+            work.compute(work.library.get(name))
+    pass_names = (
+        ("params_read_by_prefill", "bytes_read_by_prefill")
+        if prefill
+        else ("params_read_per_step", "bytes_read_per_step")
+    )
+    work.compute(work.library.get(pass_names[0]))
+    return work.compute(work.library.get(pass_names[1]))
 
 
 def parallelism(work: Work, setup: Setup, gpu: Gpu) -> int:

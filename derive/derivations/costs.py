@@ -6,7 +6,16 @@ from dataclasses import replace
 
 import sympy
 
-from derive.derivations.common import Setup, accelerator, decode_inputs, model_notes, parallelism, start
+from derive.derivations.calibrated import calibration_inputs, calibration_notes
+from derive.derivations.common import (
+    Setup,
+    accelerator,
+    decode_inputs,
+    model_notes,
+    parallelism,
+    start,
+    weight_reads,
+)
 from derive.errors import DeriveError
 from derive.evaluate import depends_on, evaluate
 from derive.sheet import Given, Sheet, Work
@@ -199,6 +208,7 @@ def crossover_prefill(setup: Setup) -> Sheet:
 
 
 def predict(setup: Setup) -> Sheet:
+    """TTFT and TPOT: the roofline floor, and (unless setup.floor) the calibrated estimate beside it."""
     model = setup.model
     work = start(
         "predict", f"TTFT and TPOT of {model.title}: {setup.prompt:,} prompt, {setup.output:,} output tokens", setup
@@ -218,19 +228,33 @@ def predict(setup: Setup) -> Sheet:
     work.given(pf.S_p, setup.prompt, "--prompt")
     work.given(pf.S_o, setup.output, "--output")
     for eta in (pf.eta_bw, pf.eta_f):
-        work.given(eta, 1, "a floor: 100% of peak; real servers reach less")
-    work.sheet.inputs.update({"prompt": setup.prompt, "output": setup.output})
+        work.given(eta, 1, "a floor: 100% of peak", inline=True)
+    work.sheet.inputs.update({"prompt": setup.prompt, "output": setup.output, "floor": setup.floor})
+    fit = None if setup.floor else calibration_inputs(work, setup, gpu)
     work.heading("Prefill")
+    weight_reads(work, setup, prefill=True)
     for name in ("prefill_memory_time", "prefill_compute_time"):
         work.compute(work.library.get(name))
-    work.compute(work.library.get("ttft"), "ttft")
+    work.compute(work.library.get("ttft"), "ttft_floor")
+    if fit:
+        work.heading("Prefill, calibrated")
+        for name in _PREFILL_TERMS:
+            work.compute(work.library.get(name), name)
+        work.compute(work.library.get("calibrated_ttft"), "ttft")
     work.heading("Decode (at the mean context, prompt plus half the output)")
+    weight_reads(work, setup)
     for name in ("kv_bytes", "memory_time", "compute_time", "step_time"):
         work.compute(work.library.get(name))
-    work.compute(work.library.get("tpot"), "tpot")
-    work.compute(work.library.get("decode_throughput"))
-    work.result("throughput", pf.R_dec, work.values[pf.R_dec], work.library.get("decode_throughput").expr)
-    work.compute(work.library.get("e2e_latency"), "e2e_latency")
+    work.compute(work.library.get("tpot"), "tpot_floor")
+    work.compute(work.library.get("decode_throughput"), "throughput_floor")
+    work.compute(work.library.get("e2e_latency"), "e2e_latency_floor")
+    if fit:
+        work.heading("Decode, calibrated")
+        for name in _DECODE_TERMS:
+            work.compute(work.library.get(name), name)
+        work.compute(work.library.get("calibrated_step_time"), "tpot")
+        work.compute(work.library.get("calibrated_throughput"), "throughput")
+        work.compute(work.library.get("calibrated_e2e_latency"), "e2e_latency")
     memory = work.values[sym.n] * gpu.memory
     # The batch's cache at the end of its output, as the sweep's fit check counts it.
     at_end = {**work.values, sym.S: sympy.Integer(setup.prompt + setup.output)}
@@ -242,9 +266,36 @@ def predict(setup: Setup) -> Sheet:
             f"more than the {format_quantity(memory, 'byte')} of {work.values[sym.n]} x {gpu.name}",
             "Use a larger --tp, a smaller --batch or a shorter --prompt/--output",
         )
-    work.note("a floor: peak bandwidth and FLOP/s, no kernel launch, scheduling, sampling or communication time")
+    work.note(
+        "the floor: peak bandwidth and FLOP/s, no kernel launch, scheduling, sampling or communication time; "
+        "no real server is faster"
+    )
+    if fit:
+        calibration_notes(work, fit)
     model_notes(work, setup)
     return work.sheet
+
+
+_PREFILL_TERMS = (
+    "prefill_fixed_time",
+    "prefill_allreduce_time",
+    "prefill_weight_time",
+    "prefill_gemm_time",
+    "prefill_kv_write_time",
+    "prefill_attention_time",
+    "prefill_elementwise_bytes",
+    "prefill_elementwise_time",
+)
+_DECODE_TERMS = (
+    "step_fixed_time",
+    "decode_allreduce_time",
+    "weight_read_time",
+    "decode_gemm_time",
+    "kv_read_time",
+    "decode_attention_compute_time",
+    "decode_elementwise_bytes",
+    "elementwise_time",
+)
 
 
 def _figure_of(sheet: Sheet, quantity: Sym) -> sympy.Expr:

@@ -16,18 +16,24 @@ from derive.derivations.common import (
     model_notes,
     parallelism,
     start,
+    weight_reads,
 )
-from derive.derivations.moe import roofline_moe_note
+from derive.derivations.moe import expert_reads_note
 from derive.errors import DeriveError, FitError
 from derive.evaluate import evaluate
 from derive.sheet import Note, Sheet, Work
 from derive.symbols import Sym
 from derive.units import format_quantity
 from formulas import energy as energy_formulas
+from formulas import moe, reads
 from formulas import notation as sym
 
 _STEP = ("kv_bytes", "memory_time", "compute_time", "step_time")
 _DEPENDS_ON_BATCH = (
+    moe.T_r,
+    moe.E_t,
+    reads.N_read,
+    reads.W_read,
     sym.kv_total,
     sym.t_mem,
     sym.t_comp,
@@ -60,9 +66,10 @@ def max_batch(work: Work, setup: Setup, weights: sympy.Expr, one_sequence: sympy
     return value
 
 
-def at_batch(work: Work, batch: object, note: str) -> None:
-    """Set B part-way through the sheet and recompute the step at it."""
+def at_batch(work: Work, setup: Setup, batch: object, note: str) -> None:
+    """Set B part-way through the sheet and recompute the step at it: what it reads, then its times."""
     work.given(sym.B, batch, note, inline=True)
+    weight_reads(work, setup)
     for name in _STEP:
         work.compute(work.library.get(name))
 
@@ -85,7 +92,7 @@ def energy(setup: Setup) -> Sheet:
     largest = max_batch(work, setup, weights, one_sequence)
 
     work.heading(f"Energy per token at batch {setup.batch:,}")
-    at_batch(work, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
+    at_batch(work, setup, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
     work.compute(work.library.get("throughput"))
     work.compute(work.library.get("step_energy"))
     work.compute(work.library.get("energy_per_token"), "joules_per_token")
@@ -119,6 +126,6 @@ def energy(setup: Setup) -> Sheet:
         "step time is the roofline floor (peak bandwidth and FLOP/s, ideal tensor parallelism): a real step "
         "is slower, and its energy per token higher in proportion"
     )
-    roofline_moe_note(work, setup)
+    expert_reads_note(work, setup)
     model_notes(work, setup)
     return work.sheet

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import sympy
-
-from derive.catalog import dtype_bytes
-from derive.derivations.common import Setup, model_notes, start
+from derive.derivations.common import Setup, model_notes, start, weight_format
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
 from derive.sheet import Sheet, Work
 from derive.units import format_quantity
-from formulas import moe
+from formulas import moe, reads
 from formulas import notation as sym
 
 
@@ -24,7 +21,7 @@ def experts(setup: Setup) -> Sheet:
     shapes = dict(model.formulas.shapes)
     for total in (sym.N, sym.N_routed, sym.N_act):
         work.given(total, evaluate(total.symbol, dict(shapes), work.library), "from the config: derive params")
-    work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
+    weight_format(work, setup)
     work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
     work.given(sym.tau, 1, "no speculative decoding")
 
@@ -33,6 +30,9 @@ def experts(setup: Setup) -> Sheet:
     touched = work.compute(work.library.get("experts_touched"), "experts_touched")
 
     work.heading("Weights read per step")
+    for lookup in model.formulas.totals:
+        if lookup.defines in (sym.N_look, sym.n_g):
+            work.compute(lookup)
     work.compute(work.library.get("params_per_expert"))
     work.compute(work.library.get("always_read_params"))
     read = work.compute(work.library.get("params_read_per_step"), "params_read_per_step")
@@ -51,8 +51,8 @@ def experts(setup: Setup) -> Sheet:
         f"{format_quantity(ratio, '')} x the {format_quantity(active, 'parameter')} one token uses"
     )
     work.note(
-        "at batch 1 a step touches exactly k experts a layer, so it reads the active count; as the batch "
-        "grows E_t tends to E and the step reads every parameter"
+        "at batch 1 a step touches exactly k experts a layer, so it reads the active count less the embedding "
+        "table; as the batch grows E_t tends to E and the step reads every matrix"
     )
     work.note(
         "routing taken as uniform and independent across tokens: real routers are balanced over many "
@@ -60,7 +60,10 @@ def experts(setup: Setup) -> Sheet:
     )
     if cfg.shared_experts:
         work.note(f"the {cfg.shared_experts} shared expert(s) per MoE layer serve every token and are read every step")
-    work.note("the embedding is a lookup (only the step's rows are read) but is counted whole, as in the active count")
+    work.note(
+        "the embedding is a lookup: a step reads only its tokens' rows (n_g each), not the table the active count "
+        "includes"
+    )
     if model.published_active is not None:
         verdict = "equal" if active == model.published_active else f"differs by {active - model.published_active:,}"
         work.note(f"published active {model.published_active:,} parameters: {verdict} ({model.published_source})")
@@ -68,17 +71,14 @@ def experts(setup: Setup) -> Sheet:
     return work.sheet
 
 
-def roofline_moe_note(work: Work, setup: Setup) -> sympy.Expr | None:
-    """For a MoE model, note that the roofline's W overstates a step's reads; return W_read (None if dense)."""
-    if not setup.model.config.is_moe:
-        return None
-    read = evaluate(moe.W_read.symbol, dict(work.values), work.library)
+def expert_reads_note(work: Work, setup: Setup) -> None:
+    """For a MoE model, say how much of the stored weights the roofline's step reads, and why."""
+    if not setup.model.config.is_moe or reads.W_read not in work.values:
+        return
     cfg = setup.model.config
     work.note(
-        f"{setup.model.name} is a mixture of experts: the roofline reads all "
-        f"{format_quantity(work.values[sym.W], 'byte')} of weights each step, but a step's "
-        f"{setup.batch:,} tokens touch about "
-        f"{format_quantity(evaluate(moe.E_t.symbol, dict(work.values), work.library), '')} of {cfg.experts} routed "
-        f"experts a layer, {format_quantity(read, 'byte')} (derive experts): the weight reads here are an upper bound"
+        f"{setup.model.name} is a mixture of experts: a step's {format_quantity(work.values[moe.T_r], '')} tokens "
+        f"touch about {format_quantity(work.values[moe.E_t], '')} of {cfg.experts} routed experts a layer, so it "
+        f"reads {format_quantity(work.values[reads.W_read], 'byte')} of the "
+        f"{format_quantity(work.values[sym.W], 'byte')} stored (derive experts)"
     )
-    return read

@@ -19,11 +19,12 @@ from derive.derivations.common import (
     model_notes,
     start,
     weight_format,
+    weight_reads,
 )
 from derive.errors import DeriveError
 from derive.evaluate import evaluate, inline
 from derive.sheet import Sheet, Work
-from derive.solve import asymptote
+from derive.solve import asymptote, saturated
 from derive.symbols import Sym, by_key
 from derive.units import format_quantity
 from formulas import notation as sym
@@ -141,15 +142,24 @@ def knee(setup: Setup) -> Sheet:
     memory_time, compute_time = work.library.get("memory_time").expr, work.library.get("compute_time").expr
     knee_solution = work.solve(memory_time, compute_time, sym.B)
     knee_value = _positive(evaluate(knee_solution.closed_form, work.values, work.library))
-    slope_memory = sympy.diff(inline(memory_time, sym.B, work.library), sym.B.symbol)
+    # A MoE step's expert reads saturate as the batch grows (every expert touched): past that an extra
+    # sequence adds only its cache and its embedding rows, which decides whether a knee exists at all.
+    slope_memory = saturated(sympy.diff(inline(memory_time, sym.B, work.library), sym.B.symbol), sym.B)
     slope_compute = sympy.diff(inline(compute_time, sym.B, work.library), sym.B.symbol)
     limit_solution = work.solve(slope_memory, slope_compute, sym.S)
     limit_value = _positive(evaluate(limit_solution.closed_form, work.values, work.library))
+    if knee_solution.closed_form.has(sympy.LambertW):
+        how = (
+            "the step reads the experts its B·tau tokens touch, E·(1 - (1 - k/E)^(B·tau)) a layer: a line in B "
+            "meets an exponential of B, and the closed form is Lambert's W (principal branch)"
+        )
+    else:
+        how = ""
     work.solved(
         knee_solution,
         sym.B_knee,
         knee_value,
-        "" if knee_value is not None else "no knee: each extra sequence adds more KV reading than arithmetic",
+        how if knee_value is not None else "no knee: each extra sequence adds more KV reading than arithmetic",
         result="knee_batch",
     )
     if limit_value is None:
@@ -161,6 +171,7 @@ def knee(setup: Setup) -> Sheet:
     work.heading("Memory ceiling")
     max_batch = fits_beside_weights(work, setup, gpu, "max_batch_by_memory")
     work.given(sym.B, max_batch, "at the largest batch memory holds", inline=True)
+    weight_reads(work, setup)
     for name in ("kv_bytes", "memory_time", "compute_time", "step_time"):
         work.compute(work.library.get(name))
     at_max = work.compute(work.library.get("throughput"))

@@ -6,7 +6,7 @@ import sympy
 
 from derive.derivations.common import Setup, model_notes, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
-from derive.derivations.moe import roofline_moe_note
+from derive.derivations.moe import expert_reads_note
 from derive.errors import DeriveError
 from derive.sheet import Sheet
 from derive.units import format_quantity
@@ -27,7 +27,7 @@ def utilisation(
     work.heading("Memory ceiling")
     max_batch(work, setup, weights, one_sequence)
     work.heading(f"Roofline floor at batch {setup.batch:,}")
-    at_batch(work, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
+    at_batch(work, setup, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
     floor = work.values[sym.t_step]
     bound = "memory" if work.values[sym.t_mem] >= work.values[sym.t_comp] else "compute"
 
@@ -52,9 +52,10 @@ def utilisation(
 
     work.note(
         "to measure MBU on a running server: time the decode steps at a steady batch (inter-token latency, "
-        "or the server's per-step time), take the bytes each GPU must read per step (weights/n plus the "
-        "batch's KV at its current context, as above), and divide by time x peak bandwidth; a profiler's "
-        "DRAM-throughput counter (Nsight Compute, DCGM) gives the achieved bandwidth directly as a cross-check"
+        "or the server's per-step time), take the bytes each GPU must read per step (the weights the step "
+        "multiplies through over n, plus the batch's KV at its current context, as above), and divide by "
+        "time x peak bandwidth; a profiler's DRAM-throughput counter (Nsight Compute, DCGM) gives the "
+        "achieved bandwidth directly as a cross-check"
     )
     if measured_step_time is not None and gap > 0:
         work.note(
@@ -75,9 +76,6 @@ def utilisation(
         if recompute_fraction == 0
         else "HFU counts the recomputed FLOPs (f_rc of the model FLOPs), MFU does not: checkpointing raises HFU only"
     )
-    read = roofline_moe_note(work, setup)
-    if read is not None:
-        touched_mbu = (read + work.values[sym.kv_total]) / (work.values[sym.n] * gpu.bandwidth * work.values[u.t_meas])
-        work.note(f"MBU counting only the touched experts' weights: {float(touched_mbu):.1%}")
+    expert_reads_note(work, setup)
     model_notes(work, setup)
     return work.sheet

@@ -18,7 +18,7 @@ def step_at(setup: Setup, batch: int) -> Sheet:
     work = start("decode step", f"A decode step of {setup.model.title} at batch {batch}", setup)
     weights, one_sequence = decode_roofline(work, setup)
     max_batch(work, replace(setup, batch=batch), weights, one_sequence)
-    at_batch(work, batch, "the batch")
+    at_batch(work, setup, batch, "the batch")
     work.compute(work.library.get("throughput"))
     work.compute(work.library.get("floor_tokens_per_s_per_user"))
     for name in ("step_time", "throughput", "kv_bytes", "max_batch_by_memory", "floor_tokens_per_s_per_user"):

@@ -80,7 +80,7 @@ def build(inputs: Inputs) -> Answer:
     weights, one_sequence = decode_roofline(work, setup)
     max_batch(work, setup, weights, one_sequence)
     work.heading("A full batch (continuous batching keeps every seat busy)")
-    at_batch(work, seats, "seats: at most this many requests at once")
+    at_batch(work, setup, seats, "seats: at most this many requests at once")
     continuous = work.compute(work.library.get("throughput"), "continuous_throughput")
     work.heading("Static batching: every seat waits for the longest reply")
     work.given(sb.L_lo, inputs["reply_min"], "shortest reply")

@@ -19,6 +19,7 @@ from derive.derivations.sharding import activation_format
 from derive.errors import DeriveError, FitError
 from derive.sheet import Figure, Prose, Quantity, Section
 from derive.units import format_quantity, parse_quantity
+from formulas import calibrated as cal
 from formulas import notation as sym
 from formulas import prefill as pf
 from formulas import sharding as sh
@@ -60,6 +61,8 @@ def _sheet(inputs: Inputs):  # type: ignore[no-untyped-def]
     work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
 
     work.heading("The floor")
+    for eta in (cal.eta_w, cal.eta_kv):
+        work.given(eta, 1, "a floor: peak bandwidth", inline=True)
     work.compute(work.library.get("weight_read_time"), "weight_read_time")
     work.compute(work.library.get("kv_bytes"))
     work.compute(work.library.get("kv_read_time"), "kv_read_time")
@@ -81,21 +84,22 @@ def _sheet(inputs: Inputs):  # type: ignore[no-untyped-def]
                 f"{gpu.name} has no GPU-to-GPU link in its datasheet, so the all-reduce has no bandwidth",
                 "Use --set tp=1 or another --gpu",
             )
-        work.given(sb.m_ar, 2, "Megatron tensor parallelism: one after attention, one after the MLP")
+        work.given(cal.m_ar, 2, "Megatron tensor parallelism: one after attention, one after the MLP")
         work.given(sh.b_a, dtype_bytes(activation_format(setup)), activation_format(setup))
         work.given(sh.BW_link, gpu.link, gpu.link_note or "datasheet")
         latency = parse_quantity(str(inputs["allreduce_latency"]), "second", "--set allreduce_latency")
         work.given(
-            sb.alpha_ar,
+            cal.alpha_ar,
             latency,
             "assumed: small-message all-reduce latency on NVLink; --set allreduce_latency=...",
             inline=True,
         )
+        work.given(cal.eta_link, 1, "the all-reduce moves its bytes at the link's full bandwidth", inline=True)
         work.compute(sh.ffn_io_values_per_token)
-        work.compute(sb.decode_allreduce_time, "decode_allreduce_time")
+        work.compute(cal.decode_allreduce_time, "decode_allreduce_time")
     else:
-        work.given(sb.t_ar, 0, "one accelerator: no all-reduce", inline=True)
-        work.result("decode_allreduce_time", sb.t_ar, sympy.Integer(0))
+        work.given(cal.t_ar, 0, "one accelerator: no all-reduce", inline=True)
+        work.result("decode_allreduce_time", cal.t_ar, sympy.Integer(0))
     work.compute(work.library.get("decode_step_estimate"), "decode_step_estimate")
     work.compute(work.library.get("floor_share_of_step"), "floor_share_of_step")
     work.note(

@@ -13,6 +13,7 @@ from derive.derivations import costs
 from derive.derivations.common import model_library
 from derive.evaluate import evaluate
 from derive.sheet import Figure, Prose, Quantity, Section, Work
+from formulas import calibrated as cal
 from formulas import intensity as it
 from formulas import notation as sym
 from formulas import sharding as sh
@@ -36,13 +37,13 @@ def build(inputs: Inputs) -> Answer:
     work = Work(sheet, model_library(setup.model))
     work.heading("What fusion can remove: elementwise activation traffic")
     work.given(
-        sb.m_ew,
+        cal.m_ew,
         assumed(inputs, "elementwise_passes"),
         "assumed: unfused passes per layer (two norms, rotary, activation, two residual adds, ...)",
     )
     work.given(sh.b_a, dtype_bytes("bf16"), "16-bit activations")
     work.compute(sh.ffn_io_values_per_token)
-    work.compute(sb.elementwise_bytes, "elementwise_bytes")
+    work.compute(cal.elementwise_bytes, "elementwise_bytes")
     share = work.compute(sb.elementwise_share, "elementwise_share")
     v, r = sheet.values, sheet.results
     large = inputs.get("large_batch", 64)
@@ -52,7 +53,7 @@ def build(inputs: Inputs) -> Answer:
         "attention": answer.headline("attention_intensity", v[it.I_att], "FLOP/byte"),
         "flip": answer.headline("flip_batch", r["flip_batch"].value, "sequence"),
         "ridge": answer.headline("ridge_intensity", v[it.I_ridge], "FLOP/byte"),
-        "ew": answer.headline("elementwise_bytes", v[sb.X_ew], "byte"),
+        "ew": answer.headline("elementwise_bytes", v[cal.X_ew], "byte"),
         "share": Quantity(answer.headline("elementwise_share", share).value * 100),
         "batch": Quantity(v[sym.B]),
         "weights": Quantity(v[sym.W], "byte"),

@@ -13,6 +13,7 @@ from derive.derivations.common import Setup, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
 from derive.errors import DeriveError
 from derive.sheet import Figure, Prose, Quantity, Section, Sheet, Work
+from formulas import calibrated as cal
 from formulas import notation as sym
 from formulas import prefill as pf
 from formulas import sharding as sh
@@ -26,7 +27,7 @@ def step_floor(work: Work, setup: Setup) -> None:
     work.heading("Memory ceiling")
     max_batch(work, setup, weights, one_sequence)
     work.heading(f"Bandwidth floor at batch {setup.batch:,}")
-    at_batch(work, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
+    at_batch(work, setup, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
     work.compute(work.library.get("step_bytes_per_gpu"))
 
 
@@ -36,12 +37,12 @@ def buckets(work: Work, setup: Setup, inputs: Mapping[str, Any], allreduce: bool
     if allreduce:
         work.heading("Tensor-parallel all-reduces")
         work.given(
-            sb.m_ar,
+            cal.m_ar,
             2 if n > 1 else 0,
             "Megatron TP: one after attention, one after the MLP" if n > 1 else "one accelerator: no all-reduce",
         )
         work.given(
-            sb.alpha_ar,
+            cal.alpha_ar,
             assumed(inputs, "allreduce_latency", "second"),
             "assumed: small-message all-reduce latency on NVLink (--set allreduce_latency=...)",
         )
@@ -49,10 +50,11 @@ def buckets(work: Work, setup: Setup, inputs: Mapping[str, Any], allreduce: bool
         if setup.gpu.link is None and n > 1:
             raise DeriveError(f"{setup.gpu.name} has no interconnect in the catalog", "Use --tp 1 or another --gpu")
         work.given(sh.BW_link, setup.gpu.link or 1, setup.gpu.link_note or "datasheet, one way")
+        work.given(cal.eta_link, 1, "the all-reduce moves its bytes at the link's full bandwidth", inline=True)
         work.compute(sh.ffn_io_values_per_token)
-        work.compute(sb.decode_allreduce_time)
+        work.compute(cal.decode_allreduce_time)
     else:
-        work.given(sb.t_ar, 0, "one accelerator: no all-reduce")
+        work.given(cal.t_ar, 0, "one accelerator: no all-reduce")
     work.heading("Kernel launch gaps")
     work.given(sb.k_l, assumed(inputs, "kernels_per_layer"), "assumed: kernels per layer (--set kernels_per_layer=...)")
     work.given(sb.t_k, assumed(inputs, "kernel_gap", "second"), "assumed: idle time per kernel (--set kernel_gap=...)")
@@ -77,7 +79,7 @@ def buckets(work: Work, setup: Setup, inputs: Mapping[str, Any], allreduce: bool
 
 BUCKETS = (
     ("bandwidth floor", sym.t_step),
-    ("TP all-reduces", sb.t_ar),
+    ("TP all-reduces", cal.t_ar),
     ("kernel launch gaps", sb.t_launch),
     ("bandwidth below peak", sb.t_bwl),
     ("host: sampling, scheduling", sb.t_host),

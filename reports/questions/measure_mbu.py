@@ -41,8 +41,8 @@ def build(inputs: Inputs) -> Answer:
     moe_setup = inputs.setup(model=inputs["moe_model"], batch=inputs["moe_batch"], tp=inputs["moe_tp"])
     moe_sheet = utilisation(moe_setup, assumed(inputs, "moe_step_time", "second"))
     moe_work = Work(moe_sheet, model_library(moe_setup.model))
-    moe_work.heading("Counting only the experts the step touches")
-    moe_work.compute(sb.mbu_touched_experts, "mbu_touched_experts")
+    moe_work.heading("Counting every expert, touched or not")
+    moe_work.compute(sb.mbu_all_weights, "mbu_all_weights")
     mv = moe_sheet.values
 
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
@@ -54,7 +54,7 @@ def build(inputs: Inputs) -> Answer:
         "total_bytes": v[sb.U_tot] - right,
         "wall": v[sb.U_wall] - right,
         "sparse": v[sb.U_sp] - mfu,
-        "moe": mv[u.U_mem] - mv[sb.U_moe],
+        "moe": mv[sb.U_all] - mv[u.U_mem],
     }
     q = {name: _points(answer.headline(f"error_{name}", value).value) for name, value in errors.items()}
     q.update(
@@ -65,8 +65,8 @@ def build(inputs: Inputs) -> Answer:
         bw=Quantity(v[sym.BW], "byte/second"),
         n=Quantity(v[sym.n]),
         tot=_points(v[sb.U_tot]),
-        moe_right=_points(mv[sb.U_moe]),
-        moe_wrong=_points(mv[u.U_mem]),
+        moe_right=_points(mv[u.U_mem]),
+        moe_wrong=_points(mv[sb.U_all]),
         moe_model=Quantity(moe_setup.model.title),
         ttft=Quantity(v[pf.ttft], "second"),
         wall_t=Quantity(v[sb.t_wall], "second"),

@@ -7,6 +7,7 @@ from functools import partial
 from derive.answers import Answer, Inputs, Question, assumed
 from derive.derivations.common import start
 from derive.sheet import Figure, Prose, Section
+from formulas import calibrated as cal
 from formulas import notation as sym
 from formulas import prefill as pf
 from formulas import step_budget as sb
@@ -48,7 +49,7 @@ def build(inputs: Inputs) -> Answer:
         "host": answer.headline("host_time", v[sb.t_host], "second"),
         "bw": answer.headline("bandwidth_shortfall_time", v[sb.t_bwl], "second"),
         "rest": answer.headline("unattributed_time", v[sb.t_rest], "second"),
-        "allreduce": answer.headline("allreduce_time", v[sb.t_ar], "second"),
+        "allreduce": answer.headline("allreduce_time", v[cal.t_ar], "second"),
         "bytes": answer.headline("step_bytes_per_gpu", v[u.D_gpu], "byte"),
         "kernels": answer.headline("kernels_per_step", v[sym.L] * v[sb.k_l]),
         "gap": answer.headline("kernel_gap", v[sb.t_k], "second"),

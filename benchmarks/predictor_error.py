@@ -1,0 +1,118 @@
+"""How far derive's floor and calibrated estimate are from profiled kernels and from published measurements.
+
+    python3 benchmarks/predictor_error.py
+
+Against aiconfigurator 0.12's profiled TensorRT-LLM grid (benchmarks/data/aiconfigurator-0.12.json), per
+accelerator: how many points the floor exceeds (it never should), and the calibrated estimate's
+|relative error| on the models the fit did not see (formulas/calibration.json; tools/calibrate.py),
+dense and MoE apart. Against the published static-batch measurements (reports/data/measured.toml), the
+calibrated estimate's error through `derive predict` itself. Targets (issue 11): no floor above a
+profiled value; held-out TPOT median <= 5 %, p90 <= 12 %; TTFT median <= 7 %, p90 <= 18 %; MoE median
+<= 10 %; against measurements median <= 20 %.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import profiled  # noqa: E402
+
+from derive.catalog import load_gpu, load_model  # noqa: E402
+from derive.derivations.common import Setup  # noqa: E402
+from derive.derivations.costs import predict  # noqa: E402
+from derive.units import parse_quantity  # noqa: E402
+
+MEASURED = ROOT / "reports" / "data" / "measured.toml"
+
+
+def _stats(values: list[np.ndarray]) -> str:
+    if not values:
+        return "      -"
+    errors = np.abs(np.concatenate(values))
+    return f"{np.median(errors):6.1%} {np.percentile(errors, 90):6.1%}"
+
+
+def profiled_table() -> None:
+    calibration = json.loads((ROOT / "formulas" / "calibration.json").read_text())["accelerators"]
+    print("Against aiconfigurator 0.12 (held-out models; median and p90 of |error|)")
+    header = f"{'gpu':6} {'points':>6} {'floor>aic':>9}  {'TPOT':>13}  {'TTFT':>13}  {'MoE TPOT':>13}  {'MoE TTFT':>13}"
+    print(header)
+    groups = list(profiled.groups())
+    for gpu in profiled.SYSTEMS.values():
+        fit = calibration[gpu]["values"]
+        mine = [g for g in groups if g.gpu == gpu]
+        above = sum(
+            int(np.sum(g.predict(f"{out}_floor", fit) > g.columns[out] * (1 + 1e-9)))
+            for g in mine
+            for out in ("ttft", "tpot")
+        )
+        test = [g for g in mine if g.model not in profiled.TRAIN]
+
+        def errors(out: str, moe: bool, test: list[profiled.Group] = test, fit: dict = fit) -> list[np.ndarray]:
+            return [g.predict(out, fit) / g.columns[out] - 1 for g in test if g.moe == moe]
+
+        points = sum(len(g.columns["tp"]) for g in mine)
+        print(
+            f"{gpu:6} {points:6} {above:9}  {_stats(errors('tpot', False))}  {_stats(errors('ttft', False))}  "
+            f"{_stats(errors('tpot', True))}  {_stats(errors('ttft', True))}"
+        )
+    print(f"trained on {', '.join(profiled.TRAIN)}; every other model held out")
+
+
+def measured_table() -> None:
+    with MEASURED.open("rb") as fh:
+        entries = tomllib.load(fh)["measurement"]
+    print("\nAgainst published static-batch measurements (reports/data/measured.toml)")
+    print(
+        f"{'id':4} {'model':11} {'gpu':5} {'tp':>2} {'dtype':5} {'kind':26} {'measured':>14} {'floor':>9} {'calib.':>9}"
+    )
+    errors, floor_errors = [], []
+    for entry in entries:
+        setup = Setup(
+            model=load_model(entry["model"]),
+            gpu=load_gpu(entry["gpu"]),
+            dtype=entry["dtype"],
+            tp=entry["count"],
+            batch=entry["batch"],
+            prompt=entry["prompt"],
+            output=entry["output"],
+        )
+        results = predict(setup).results
+        kind = entry["kind"]
+        if kind.startswith("output_throughput"):
+            value = float(parse_quantity(entry["value"], "token/second", entry["id"]))
+            if kind == "output_throughput_system":
+                value /= entry["count"]
+            # A static batch: B·S_o tokens in one prompt pass plus the decode steps, per accelerator.
+            tokens = entry["batch"] * entry["output"] / entry["count"]
+            floor = tokens / float(results["e2e_latency_floor"].value)
+            estimate = tokens / float(results["e2e_latency"].value)
+            shown = f"{value:,.0f} tok/s"
+        else:
+            value = float(parse_quantity(entry["value"], "second", entry["id"]))
+            key = "ttft" if kind == "ttft" else "e2e_latency"
+            floor, estimate = float(results[f"{key}_floor"].value), float(results[key].value)
+            shown = f"{value * 1e3:,.1f} ms"
+        errors.append(estimate / value - 1)
+        floor_errors.append(floor / value - 1)
+        print(
+            f"{entry['id']:4} {entry['model']:11} {entry['gpu']:5} {entry['count']:2} {entry['dtype']:5} {kind:26} "
+            f"{shown:>14} {floor_errors[-1]:+9.1%} {errors[-1]:+9.1%}"
+        )
+    print(
+        f"median |error|: floor {np.median(np.abs(floor_errors)):.1%}, calibrated {np.median(np.abs(errors)):.1%} "
+        f"({len(errors)} measurements)"
+    )
+
+
+if __name__ == "__main__":
+    profiled_table()
+    measured_table()

@@ -1,0 +1,102 @@
+"""aiconfigurator's profiled grid, and derive's predictor compiled for each of its (accelerator, model) pairs.
+
+Shared by tools/calibrate.py (which fits the calibrated terms) and benchmarks/predictor_error.py
+(which prints how far the floor and the fit are from the profiled values). The grid is
+benchmarks/data/aiconfigurator-0.12.json, made by tools/aiconfigurator_grid.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from derive.calibration import FITTED
+from derive.catalog import Model, load_config_path, load_gpu, load_model
+from derive.sweep import compile_expression, predictor_inputs
+from formulas import calibrated as cal
+from formulas import notation as sym
+from formulas import prefill as pf
+
+DATA = Path(__file__).resolve().parent / "data"
+GRID = DATA / "aiconfigurator-0.12.json"
+CONFIGS = DATA / "configs"
+
+SYSTEMS = {"h100_sxm": "h100", "h200_sxm": "h200", "a100_sxm": "a100"}
+# aiconfigurator's name (the Hugging Face id) -> derive's catalog name, or a config under data/configs.
+# Llama 3.1 differs from Llama 3 only in its RoPE scaling, which costs nothing here.
+MODELS = {
+    "meta-llama/Meta-Llama-3.1-8B": "llama3-8b",
+    "meta-llama/Meta-Llama-3.1-70B": "llama3-70b",
+    "meta-llama/Llama-2-7b-hf": "llama2-7b",
+    "meta-llama/Llama-2-13b-hf": "llama2-13b",
+    "meta-llama/Llama-2-70b-hf": "llama2-70b",
+    "Qwen/Qwen2.5-7B": "qwen2.5-7b",
+    "Qwen/Qwen3-8B": "qwen3-8b",
+    "Qwen/Qwen3-32B": "qwen3-32b",
+    "mistralai/Mixtral-8x7B-v0.1": "mixtral-8x7b",
+    "Qwen/Qwen3-30B-A3B": "qwen3-30b-a3b",
+}
+# The training set: dense, GQA and MHA, two families. Everything else, the MoE models included, is held out.
+TRAIN = ("llama3-8b", "llama3-70b", "qwen2.5-7b", "llama2-7b")
+AXES = (sym.n, sym.B, pf.S_p, pf.S_o)
+OUTPUTS = {
+    "ttft_floor": pf.ttft.symbol,
+    "tpot_floor": pf.tpot.symbol,
+    "ttft": cal.t_calp.symbol,
+    "tpot": cal.t_cal.symbol,
+}
+
+
+def model_for(name: str) -> Model:
+    local = CONFIGS / name
+    return load_config_path(local) if local.is_dir() else load_model(name)
+
+
+@dataclass
+class Group:
+    """The grid's points for one accelerator and model, as arrays, and the predictor compiled for them."""
+
+    system: str
+    gpu: str
+    model: str
+    moe: bool
+    columns: dict[str, np.ndarray]  # tp, batch, isl, osl, ttft, tpot (profiled, seconds)
+    functions: dict[str, Callable[..., Any]]  # output -> f(n, B, S_p, S_o, *fitted)
+
+    @property
+    def workload(self) -> tuple[np.ndarray, ...]:
+        return tuple(self.columns[c] for c in ("tp", "batch", "isl", "osl"))
+
+    def predict(self, output: str, fitted: dict[str, float]) -> np.ndarray:
+        args = [fitted[s.key] for s in FITTED]
+        return np.broadcast_to(self.functions[output](*self.workload, *args), self.columns["tp"].shape)
+
+
+def groups() -> Iterator[Group]:
+    """Every (accelerator, model) pair of the grid that derive can read, compiled once."""
+    points = json.loads(GRID.read_text())["points"]
+    keys = sorted({(p["system"], p["model"]) for p in points if p["model"] in MODELS and p["system"] in SYSTEMS})
+    for system, hf_name in keys:
+        rows = [p for p in points if (p["system"], p["model"]) == (system, hf_name)]
+        gpu, name = SYSTEMS[system], MODELS[hf_name]
+        model = model_for(name)
+        values, library = predictor_inputs(model, load_gpu(gpu), "bf16", fitted=False)
+        swept = list(AXES) + list(FITTED)
+        functions = {
+            column: compile_expression(expr, swept, values, library, predict=True) for column, expr in OUTPUTS.items()
+        }
+        columns = {
+            "tp": np.array([p["tp"] for p in rows], float),
+            "batch": np.array([p["batch"] for p in rows], float),
+            "isl": np.array([p["isl"] for p in rows], float),
+            # aiconfigurator's osl counts the first token, which the prompt pass makes: osl - 1 decode steps.
+            "osl": np.array([p["osl"] - 1 for p in rows], float),
+            "ttft": np.array([p["ttft_ms"] for p in rows]) / 1e3,
+            "tpot": np.array([p["tpot_ms"] for p in rows]) / 1e3,
+        }
+        yield Group(system, gpu, name, bool(model.config.is_moe), columns, functions)

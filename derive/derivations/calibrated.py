@@ -1,0 +1,51 @@
+"""The calibrated predictor's inputs and caveats on a sheet: the fitted values, the link, where they came from."""
+
+from __future__ import annotations
+
+from derive.calibration import ACTIVATION_BYTES, ALLREDUCES_PER_LAYER, FITTED, Calibration, calibration
+from derive.catalog import Gpu
+from derive.derivations.common import Setup
+from derive.errors import DeriveError
+from derive.sheet import Work
+from formulas import calibrated as cal
+from formulas import notation as sym
+from formulas import sharding as sh
+
+
+def calibration_inputs(work: Work, setup: Setup, gpu: Gpu) -> Calibration:
+    """Give the fitted values for `gpu` and what the all-reduce terms need; return the fit."""
+    n = work.values[sym.n]
+    if n > 1 and gpu.link is None:
+        raise DeriveError(
+            f"{gpu.name} has no GPU-to-GPU link in the catalog, so a tensor-parallel all-reduce has no bandwidth",
+            "Use --tp 1, --floor, or another --gpu",
+        )
+    fit = calibration(gpu)
+    work.heading("Calibration")
+    label = f"fitted on {fit.fitted_on}" + (f" (no fit for {gpu.name})" if fit.borrowed else "")
+    for quantity in FITTED:
+        work.given(quantity, fit.values[quantity], label)
+    work.given(sh.b_a, ACTIVATION_BYTES, "bf16 activations, whatever the weights", inline=True)
+    work.given(cal.m_ar, ALLREDUCES_PER_LAYER, "Megatron: one after attention, one after the MLP", inline=True)
+    # One accelerator has no all-reduce (Min(n - 1, 1) = 0): any bandwidth stands in for a missing link.
+    work.given(sh.BW_link, gpu.link or gpu.bandwidth, gpu.link_note or "datasheet, one way", inline=True)
+    work.compute(sh.ffn_io_values_per_token)
+    return fit
+
+
+def calibration_notes(work: Work, fit: Calibration) -> None:
+    tpot, ttft = fit.test_error["tpot"], fit.test_error["ttft"]
+    work.note(
+        f"calibrated: {fit.source}; on the models it was not fitted to, TPOT is off by {tpot['median']:.1%} "
+        f"at the median ({tpot['p90']:.1%} at the 90th percentile), TTFT by {ttft['median']:.1%} ({ttft['p90']:.1%})"
+    )
+    if fit.borrowed:
+        work.note(
+            f"no fit for {fit.gpu}: {fit.fitted_on}'s efficiencies and fixed times stand in, applied to "
+            f"{fit.gpu}'s own datasheet figures"
+        )
+    work.note(
+        "the estimate does not carry in-flight batching or scheduler overheads, speculative decoding, or software "
+        "other than the profiled tables' (TensorRT-LLM); a MoE model's grouped GEMMs run further below the floor "
+        "than its fit says (benchmarks/predictor_error.py)"
+    )

@@ -1,0 +1,250 @@
+"""The calibrated predictor: the floor's reads and FLOPs at fitted efficiencies, plus the time a floor leaves out.
+
+A real step is a sequence of kernels. Each layer costs a fixed time however small the batch
+(launches, norms, tiny GEMMs); tensor parallelism adds two all-reduces per layer, each a
+latency plus 2(n-1)/n of the activations over the link; weights and the KV cache stream
+below peak bandwidth; GEMMs and attention kernels run below peak FLOP/s; unfused
+elementwise passes move activations that tensor parallelism does not split. Every
+efficiency is at most 1 and every added time at least 0, so the estimate is never below
+the floor. The fitted values per accelerator are in formulas/calibration.json
+(tools/calibrate.py).
+"""
+
+import sympy
+
+from derive.formula import formula
+from derive.symbols import Sym, define
+from formulas.flops import F_att
+from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, kv_total, n, tau
+from formulas.reads import W_pre, W_read
+from formulas.sharding import BW_link, b_a, v_d
+
+# Fitted per accelerator.
+t_L = define(
+    "layer_fixed_time",
+    "t_layer",
+    "second",
+    r"t_{L}",
+    "fixed kernel time of one layer in one pass, whatever the batch (launches, norms, small kernels)",
+)
+m_ar = define(
+    "allreduces_per_layer",
+    "m_AR",
+    "",
+    r"m_{ar}",
+    "tensor-parallel all-reduces per layer (after attention and after the MLP)",
+)
+alpha_ar = define(
+    "decode_allreduce_latency",
+    "alpha_AR",
+    "second",
+    r"\alpha_{ar}",
+    "fixed latency of one small all-reduce (launch and synchronisation)",
+)
+eta_link = define(
+    "allreduce_bandwidth_efficiency", "eta_link", "", r"\eta_{link}", "share of link bandwidth an all-reduce gets"
+)
+eta_w = define(
+    "weight_stream_efficiency", "eta_w", "", r"\eta_{w}", "fraction of peak bandwidth a weight-streaming GEMM reaches"
+)
+eta_kv = define(
+    "kv_stream_efficiency", "eta_kv", "", r"\eta_{kv}", "fraction of peak bandwidth attention reaches reading the cache"
+)
+eta_g = define(
+    "decode_gemm_efficiency", "eta_gd", "", r"\eta_{g}", "fraction of peak FLOP/s a decode step's GEMMs reach"
+)
+eta_p = define(
+    "prefill_gemm_efficiency", "eta_gp", "", r"\eta_{p}", "fraction of peak FLOP/s the prompt pass's GEMMs reach"
+)
+eta_a = define(
+    "attention_compute_efficiency", "eta_att", "", r"\eta_{a}", "fraction of peak FLOP/s attention kernels reach"
+)
+t_Lp = define(
+    "prefill_layer_fixed_time",
+    "t_layerp",
+    "second",
+    r"t_{L,p}",
+    "fixed kernel time of one layer in the prompt pass (no CUDA graph, more kernels than a decode step)",
+)
+alpha_p = define(
+    "prefill_allreduce_latency", "alpha_ARp", "second", r"\alpha_{ar,p}", "fixed latency of one prompt-pass all-reduce"
+)
+eta_linkp = define(
+    "prefill_allreduce_bandwidth_efficiency",
+    "eta_linkp",
+    "",
+    r"\eta_{link,p}",
+    "share of link bandwidth a prompt-pass all-reduce gets",
+)
+m_ew = define(
+    "decode_elementwise_passes_per_layer",
+    "m_ewp",
+    "",
+    r"m_{ew}",
+    "unfused elementwise passes per layer (norms, rotary, activation, residual adds)",
+)
+
+# The terms of one decode step.
+t_fix = define("step_fixed_time", "t_fixd", "second", r"t_{fix}", "the layers' fixed kernel time in one pass")
+t_ar = define(
+    "decode_allreduce_time", "t_AR", "second", r"t_{ar}", "tensor-parallel all-reduce time of one decode step"
+)
+t_W = define("weight_read_time", "t_Wread", "second", r"t_{W}", "time to stream the weights a step reads, split over n")
+t_G = define("decode_gemm_time", "t_Gdec", "second", r"t_{G}", "time for a decode step's GEMM FLOPs, split over n")
+t_K = define(
+    "kv_read_time", "t_Kread", "second", r"t_{K}", "time to read the batch's KV cache, split over n accelerators"
+)
+t_A = define("decode_attention_compute_time", "t_Adec", "second", r"t_{A}", "time for a decode step's attention FLOPs")
+X_ew = define(
+    "decode_elementwise_bytes",
+    "X_ewb",
+    "byte",
+    r"X_{ew}",
+    "activation bytes the unfused elementwise passes move in one step",
+)
+t_ew = define(
+    "elementwise_time", "t_ewd", "second", r"t_{ew}", "time for a step's elementwise passes on each accelerator"
+)
+t_cal = define(
+    "calibrated_step_time",
+    "t_calstep",
+    "second",
+    r"t_{cal}",
+    "decode step time at the fitted efficiencies: the calibrated TPOT",
+)
+
+# The terms of the prompt pass.
+t_arp = define(
+    "prefill_allreduce_time", "t_ARp", "second", r"t_{ar,p}", "tensor-parallel all-reduce time of the prompt pass"
+)
+t_Wp = define("prefill_weight_time", "t_Wpre", "second", r"t_{W,p}", "time to stream the weights the prompt pass reads")
+t_Gp = define("prefill_gemm_time", "t_Gpre", "second", r"t_{G,p}", "time for the prompt pass's GEMM FLOPs")
+t_Kp = define("prefill_kv_write_time", "t_Kpre", "second", r"t_{K,p}", "time to write the prompt's KV cache")
+t_Ap = define(
+    "prefill_attention_time", "t_Apre", "second", r"t_{A,p}", "time for the prompt pass's causal attention FLOPs"
+)
+X_ewp = define(
+    "prefill_elementwise_bytes", "X_ewp", "byte", r"X_{ew,p}", "activation bytes of the prompt pass elementwise"
+)
+t_ewp = define(
+    "prefill_elementwise_time", "t_ewp", "second", r"t_{ew,p}", "time for the prompt pass's elementwise passes"
+)
+t_fixp = define("prefill_fixed_time", "t_fixp", "second", r"t_{fix,p}", "the layers' fixed time in the prompt pass")
+t_calp = define(
+    "calibrated_ttft", "t_calttft", "second", r"\mathrm{TTFT}_{cal}", "prompt pass time at the fitted efficiencies"
+)
+
+_MEGATRON = (
+    "Megatron tensor parallelism sums each layer's attention and MLP outputs with one all-reduce each "
+    "(Shoeybi et al. 2019, sec. 3); a ring all-reduce sends 2(n-1)/n of the activations from each accelerator "
+    "(Patarasuk and Yuan 2009) after a fixed latency; one accelerator has none (Min(n-1, 1) = 0)."
+)
+
+
+def _allreduce(tokens: sympy.Expr, latency: Sym, efficiency: Sym) -> sympy.Expr:
+    """Two all-reduces a layer of `tokens` d-wide activations; none on one accelerator."""
+    wire = 2 * (n.symbol - 1) / n.symbol * tokens * v_d.symbol * b_a.symbol / (efficiency.symbol * BW_link.symbol)
+    return L.symbol * m_ar.symbol * sympy.Min(n.symbol - 1, 1) * (latency.symbol + wire)
+
+
+step_fixed_time = formula(
+    t_fix,
+    L.symbol * t_L.symbol,
+    "Each layer launches its kernels and runs its small ones in a time that does not shrink with the batch "
+    "(aiconfigurator's per-op tables at batch 1; Nsight traces of TensorRT-LLM decode).",
+)
+decode_allreduce_time = formula(t_ar, _allreduce(B.symbol * tau.symbol, alpha_ar, eta_link), _MEGATRON)
+weight_read_time = formula(
+    t_W,
+    W_read.symbol / (n.symbol * eta_w.symbol * BW.symbol),
+    "A step streams every weight it multiplies through once, split over n accelerators, at a fraction of the "
+    "peak bandwidth (scaling-book, 'All About Transformer Inference').",
+)
+decode_gemm_time = formula(
+    t_G,
+    B.symbol * tau.symbol * F.symbol / (n.symbol * eta_g.symbol * P.symbol),
+    "The step's B·tau tokens through the weights, at a fraction of the peak FLOP/s.",
+)
+kv_read_time = formula(
+    t_K,
+    kv_total.symbol / (n.symbol * eta_kv.symbol * BW.symbol),
+    "Each step reads every cached token of every sequence once, split over n accelerators.",
+)
+decode_attention_compute_time = formula(
+    t_A,
+    B.symbol * tau.symbol * F_att.symbol / (n.symbol * eta_a.symbol * P.symbol),
+    "Each new token attends over its cached context.",
+)
+elementwise_bytes = formula(
+    X_ew,
+    2 * L.symbol * m_ew.symbol * B.symbol * tau.symbol * v_d.symbol * b_a.symbol,
+    "Each unfused pass reads and writes the d-wide activation of every token once.",
+)
+elementwise_time = formula(
+    t_ew,
+    X_ew.symbol / BW.symbol,
+    "Norms and residual adds run on every accelerator over the full activation: tensor parallelism does not "
+    "split them (Megatron replicates them).",
+)
+calibrated_step_time = formula(
+    t_cal,
+    t_fix.symbol + t_ar.symbol + sympy.Max(t_W.symbol, t_G.symbol) + sympy.Max(t_K.symbol, t_A.symbol) + t_ew.symbol,
+    "Kernels run one after another: the GEMMs take the longer of streaming and computing, attention the longer "
+    "of reading the cache and computing, and the all-reduces sit between them on the critical path.",
+)
+
+prefill_allreduce_time = formula(t_arp, _allreduce(B.symbol * S_p.symbol, alpha_p, eta_linkp), _MEGATRON)
+prefill_fixed_time = formula(
+    t_fixp, L.symbol * t_Lp.symbol, "Each layer's kernels cost a fixed time in the prompt pass too."
+)
+prefill_weight_time = formula(
+    t_Wp,
+    W_pre.symbol / (n.symbol * eta_w.symbol * BW.symbol),
+    "The prompt pass streams every weight it multiplies through once.",
+)
+prefill_gemm_time = formula(
+    t_Gp,
+    B.symbol * S_p.symbol * F.symbol / (n.symbol * eta_p.symbol * P.symbol),
+    "Every prompt token through the weights, at the large-GEMM fraction of the peak FLOP/s.",
+)
+prefill_kv_write_time = formula(
+    t_Kp,
+    B.symbol * K_pr.symbol / (n.symbol * eta_kv.symbol * BW.symbol),
+    "The prompt pass writes each prompt token's KV once.",
+)
+prefill_attention_time = formula(
+    t_Ap,
+    B.symbol * S_p.symbol * F_pre.symbol / (n.symbol * eta_a.symbol * P.symbol),
+    "Causal attention over the prompt (FlashAttention's FLOP count), at a fraction of the peak.",
+)
+prefill_elementwise_bytes = formula(
+    X_ewp,
+    2 * L.symbol * m_ew.symbol * B.symbol * S_p.symbol * v_d.symbol * b_a.symbol,
+    "Each unfused pass reads and writes the d-wide activation of every prompt token once.",
+)
+prefill_elementwise_time = formula(t_ewp, X_ewp.symbol / BW.symbol, "Replicated on every accelerator, as at decode.")
+calibrated_ttft = formula(
+    t_calp,
+    t_fixp.symbol
+    + t_arp.symbol
+    + sympy.Max(t_Wp.symbol, t_Gp.symbol)
+    + sympy.Max(t_Kp.symbol, t_Ap.symbol)
+    + t_ewp.symbol,
+    "The prompt pass is one step over B·S_p tokens, its kernels one after another.",
+)
+
+# What a user plans with.
+R_cal = define(
+    "calibrated_throughput",
+    "R_cal",
+    "token/second",
+    r"R_{cal}",
+    "decode tokens per second, all sequences, at the calibrated step",
+)
+e2e_cal = define(
+    "calibrated_e2e_latency", "T_e2ecal", "second", r"T_{e2e,cal}", "end-to-end latency of a request, calibrated"
+)
+calibrated_throughput = formula(R_cal, B.symbol * tau.symbol / t_cal.symbol, "Every sequence gains tau tokens a step.")
+calibrated_e2e_latency = formula(
+    e2e_cal, t_calp.symbol + S_o.symbol * t_cal.symbol / tau.symbol, "The prompt pass, then S_o/tau decode steps."
+)

@@ -1,0 +1,173 @@
+"""Fit the calibrated predictor's terms per accelerator; write formulas/calibration.json.
+
+    python3 tools/calibrate.py            # in the project's own environment (numpy, derive)
+
+The data are aiconfigurator 0.12's profiled TensorRT-LLM timings (benchmarks/data/aiconfigurator-0.12.json,
+made by tools/aiconfigurator_grid.py in its own virtual environment). The fit is split by model:
+it sees only the training models (benchmarks/profiled.py TRAIN) and reports its error on them and,
+separately, on every other model of the grid.
+
+Every term of formulas/calibrated.py is linear in one fitted coefficient (a fixed time, a latency,
+an inverse efficiency, a pass count) except where two sit under one Max. So the fit alternates:
+take each Max's larger side at the current values, then solve the linear least squares in relative
+error with every coefficient bounded (efficiencies at most 1, times at least 0), exactly, over the
+subsets of coefficients at their bound. Three or four rounds settle it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import profiled  # noqa: E402
+
+from derive.calibration import FITTED  # noqa: E402
+from formulas import calibrated as cal  # noqa: E402
+
+OUT = ROOT / "formulas" / "calibration.json"
+DEFAULT = "h100"
+# Coefficient j multiplies basis j: the fixed times and the pass count directly, the efficiencies inverted.
+INVERTED = {cal.eta_link, cal.eta_linkp, cal.eta_w, cal.eta_kv, cal.eta_g, cal.eta_p, cal.eta_a}
+# Pairs under one Max: weight streaming against the GEMMs (decode's or the prompt pass's), the cache
+# against attention's FLOPs. Every other term adds.
+PAIRS = ((cal.eta_w, (cal.eta_g, cal.eta_p)), (cal.eta_kv, (cal.eta_a,)))
+ROUNDS = 12
+
+
+def _unit(j: int | None) -> dict[str, float]:
+    """Fitted values that switch every term off but term j (at coefficient 1)."""
+    values = {s.key: (np.inf if s in INVERTED else 0.0) for s in FITTED}
+    if j is not None:
+        values[FITTED[j].key] = 1.0
+    return values
+
+
+def design(groups: list[profiled.Group]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Basis matrix (rows: TTFT then TPOT of every point; columns: FITTED), targets, and row phase (0 TTFT)."""
+    blocks, targets, phases = [], [], []
+    for group in groups:
+        for phase, output in enumerate(("ttft", "tpot")):
+            basis = np.stack([group.predict(output, _unit(j)) for j in range(len(FITTED))], axis=1)
+            blocks.append(basis)
+            targets.append(group.columns[output])
+            phases.append(np.full(len(basis), phase))
+    return np.concatenate(blocks), np.concatenate(targets), np.concatenate(phases)
+
+
+def _coefficients(values: dict[str, float]) -> np.ndarray:
+    return np.array([1 / values[s.key] if s in INVERTED else values[s.key] for s in FITTED])
+
+
+def _values(theta: np.ndarray) -> dict[str, float]:
+    return {s.key: float(1 / t if s in INVERTED else t) for s, t in zip(FITTED, theta, strict=True)}
+
+
+def _active(basis: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """Mask of the basis columns that count at `theta`: each Max contributes its larger side only."""
+    index = {s: j for j, s in enumerate(FITTED)}
+    mask = np.ones_like(basis, dtype=bool)
+    for first, second in PAIRS:
+        a = basis[:, index[first]] * theta[index[first]]
+        b = sum(basis[:, index[s]] * theta[index[s]] for s in second)
+        mask[:, index[first]] = a >= b
+        for s in second:
+            mask[:, index[s]] = a < b
+    return mask
+
+
+def _bounded_lstsq(matrix: np.ndarray, target: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """min |matrix·x - target| with x >= lower, exactly: the best feasible solution over the bound subsets."""
+    best, best_cost = lower.copy(), np.inf
+    columns = matrix.shape[1]
+    for free in itertools.chain.from_iterable(itertools.combinations(range(columns), r) for r in range(columns + 1)):
+        x = lower.copy()
+        if free:
+            free_idx = list(free)
+            rest = target - matrix @ lower + matrix[:, free_idx] @ lower[free_idx]
+            solution, *_ = np.linalg.lstsq(matrix[:, free_idx], rest, rcond=None)
+            if np.any(solution < lower[free_idx]):
+                continue
+            x[free_idx] = solution
+        cost = float(np.sum((matrix @ x - target) ** 2))
+        if cost < best_cost:
+            best, best_cost = x, cost
+    return best
+
+
+def fit(basis: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Coefficients minimising the squared relative error, each Max resolved at the previous round's values."""
+    lower = np.array([1.0 if s in INVERTED else 0.0 for s in FITTED])
+    theta = lower.copy()
+    for _ in range(ROUNDS):
+        mask = _active(basis, theta)
+        weighted = basis * mask / target[:, None]
+        new = _bounded_lstsq(weighted, np.ones_like(target), lower)
+        if np.allclose(new, theta, rtol=1e-9):
+            break
+        theta = new
+    return theta
+
+
+def errors(groups: list[profiled.Group], values: dict[str, float]) -> dict[str, dict[str, float]]:
+    """Median and 90th-percentile |relative error| of TTFT and TPOT over the groups' points."""
+    out = {}
+    for output in ("ttft", "tpot"):
+        relative = np.concatenate([np.abs(g.predict(output, values) / g.columns[output] - 1) for g in groups])
+        out[output] = {
+            "median": round(float(np.median(relative)), 4),
+            "p90": round(float(np.percentile(relative, 90)), 4),
+            "points": int(len(relative)),
+        }
+    return out
+
+
+def main() -> None:
+    grid = json.loads(profiled.GRID.read_text())
+    all_groups = list(profiled.groups())
+    accelerators = {}
+    for system, gpu in profiled.SYSTEMS.items():
+        mine = [g for g in all_groups if g.system == system]
+        train = [g for g in mine if g.model in profiled.TRAIN]
+        test = [g for g in mine if g.model not in profiled.TRAIN]
+        basis, target, _ = design(train)
+        values = _values(fit(basis, target))
+        moe = [g for g in test if g.moe]
+        accelerators[gpu] = {
+            "system": system,
+            "database": f"trtllm {grid['database_versions'].get(system, '')}".strip(),
+            "train_models": sorted({g.model for g in train}),
+            "test_models": sorted({g.model for g in test}),
+            "values": {k: float(f"{v:.6g}") for k, v in values.items()},
+            "train_error": errors(train, values),
+            "test_error": errors(test, values),
+            "dense_test_error": errors([g for g in test if not g.moe], values),
+            "moe_test_error": errors(moe, values) if moe else None,
+        }
+        print(f"{gpu}: {json.dumps(accelerators[gpu]['values'])}")
+        for split in ("train_error", "test_error", "dense_test_error", "moe_test_error"):
+            print(f"  {split}: {accelerators[gpu][split]}")
+    data = {
+        "source": "aiconfigurator 0.12.0's profiled TensorRT-LLM kernel tables (static batches, bf16)",
+        "data": "benchmarks/data/aiconfigurator-0.12.json (tools/aiconfigurator_grid.py)",
+        "generated_by": "python3 tools/calibrate.py",
+        "default": DEFAULT,
+        "default_note": (
+            "an accelerator without a fit of its own takes the default's values: its efficiencies and fixed "
+            "times, applied to its own datasheet figures"
+        ),
+        "units": {s.key: s.unit or "dimensionless" for s in FITTED},
+        "accelerators": accelerators,
+    }
+    OUT.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
