@@ -23,6 +23,12 @@ estimate --estimate-mode static`` runs), but with the model and engine built onc
     session = InferenceSession(models.get_model(path, mc, "trtllm"), db, get_backend("trtllm"))
     summary = session.run_static(RuntimeConfig(batch_size, isl=isl, osl=osl), mode="static", stride=1)
 
+``--fp8`` runs the same grid with aiconfigurator's "fp8" profile, as ``--measured`` uses for fp8
+measurements (fp8 GEMM with per-tensor dynamic activation scale, fp8 KV cache, fp8 context FMHA, 16-bit
+all-reduce; MoE experts fp8), only on systems whose tables have fp8 GEMM (a MoE model is skipped where they
+have no fp8 MoE; KV / context FMHA fall back to bf16 where the attention op has no fp8 table, listed in
+``settings.quant_fallbacks``), and writes ``benchmarks/data/aiconfigurator-0.12-fp8.json``.
+
 ``--measured`` instead runs one static estimate per published measurement in
 ``reports/data/measured.toml`` (same model, GPU, tp = count, batch, isl = prompt,
 osl = output; dtype fp8 -> aiconfigurator's "fp8" profile, else bfloat16) and
@@ -269,6 +275,50 @@ MEASURED_SYSTEMS = {"h100": "h100_sxm", "a100": "a100_sxm"}
 QUANT_FP8 = dict(QUANT, gemm_quant_mode="fp8", kvcache_quant_mode="fp8", fmha_quant_mode="fp8")
 DTYPE_QUANT = {"fp8": QUANT_FP8, "bf16": QUANT, "fp16": QUANT, "bfloat16": QUANT, "float16": QUANT}
 MEASURED_SOURCE = "NVIDIA aiconfigurator 0.12.0 (pip), TensorRT-LLM backend tables, static mode"
+# --fp8 grid: the same "fp8" profile, with the MoE experts in fp8 too (moe_quant_mode matters for MoE only).
+QUANT_FP8_GRID = dict(QUANT_FP8, moe_quant_mode="fp8")
+
+
+def _fp8_gemm_missing(db, version: str) -> str | None:
+    """Why `db` cannot price the fp8 profile at all (no fp8 GEMM tables), else None."""
+    gemm = db.supported_quant_mode.get("gemm", [])
+    if "fp8" in gemm:
+        return None
+    return f"its {BACKEND} {version} tables have no fp8 GEMM (gemm modes {gemm}); the GPU has no FP8 tensor cores"
+
+
+def _fp8_quant(db, version: str, path: str, moe: bool = False):
+    """aiconfigurator's "fp8" profile resolved against `db`'s tables for the model at `path`.
+
+    Returns (quant, notes, skip_reason): fp8 GEMM (+ fp8 MoE experts for a MoE model), fp8 KV cache unless
+    the model's generation-attention op has no fp8-KV table, fp8 context FMHA unless its context-attention op
+    has no fp8 table jointly with that KV mode (each fallback to bf16 is described in notes); skip_reason is
+    set (and quant None) when there is no fp8 GEMM, or no fp8 MoE table for a MoE model.
+    """
+    from aiconfigurator.sdk import common as aic_common
+    from aiconfigurator.sdk.models import attention_op_keys
+    from aiconfigurator.sdk.perf_database import context_fmha_supported_modes
+    from aiconfigurator.sdk.utils import get_model_config_from_model_path
+
+    reason = _fp8_gemm_missing(db, version)
+    if reason:
+        return None, [], reason
+    sq = db.supported_quant_mode
+    quant, notes = dict(QUANT_FP8), []
+    if moe:
+        if "fp8" not in sq.get("moe", []):
+            return None, [], f"its {BACKEND} {version} tables have no fp8 MoE (moe modes {sq.get('moe', [])})"
+        quant["moe_quant_mode"] = "fp8"
+    arch = get_model_config_from_model_path(path)["architecture"]
+    ctx_op, gen_op = attention_op_keys(aic_common.ARCHITECTURE_TO_MODEL_FAMILY[arch], BACKEND)
+    if "fp8" not in sq.get(gen_op, []):
+        quant["kvcache_quant_mode"] = "bfloat16"
+        notes.append(f"no fp8-KV {gen_op} table: KV cache fell back to bf16")
+    kv = aic_common.KVCacheQuantMode[quant["kvcache_quant_mode"]]
+    if "fp8" not in context_fmha_supported_modes(db, ctx_op, kv):
+        quant["fmha_quant_mode"] = "bfloat16"
+        notes.append(f"no fp8 {ctx_op} table with {kv.name} KV: context FMHA fell back to bf16")
+    return quant, notes, None
 
 
 def _sig(x: float, digits: int = 4) -> str:
@@ -332,13 +382,8 @@ def measured_main(args, here: str) -> int:
     from aiconfigurator.sdk.config import RuntimeConfig
     from aiconfigurator.sdk.config_builders import build_model_config
     from aiconfigurator.sdk.inference_session import InferenceSession
-    from aiconfigurator.sdk.models import attention_op_keys, get_model, resolve_context_fmha_by_data
-    from aiconfigurator.sdk.perf_database import (
-        context_fmha_supported_modes,
-        get_database_view,
-        get_latest_database_version,
-    )
-    from aiconfigurator.sdk.utils import get_model_config_from_model_path
+    from aiconfigurator.sdk.models import get_model, resolve_context_fmha_by_data
+    from aiconfigurator.sdk.perf_database import get_database_view, get_latest_database_version
 
     src = os.path.join(here, "reports", "data", "measured.toml")
     out_path = args.out or os.path.join(here, "reports", "data", "profiled.toml")
@@ -378,22 +423,10 @@ def measured_main(args, here: str) -> int:
         quant, notes = dict(quant), []
         path, _ = resolve_model_path(hf_id, tmp_root, aic_common, core_dir)
         if quant["gemm_quant_mode"] == "fp8":
-            sq = db.supported_quant_mode
-            if "fp8" not in sq.get("gemm", []):
-                e["skipped"] = (
-                    f"dtype fp8 on {system}: its {BACKEND} {versions[system]} tables have no fp8 GEMM "
-                    f"(gemm modes {sq.get('gemm', [])}); the GPU has no FP8 tensor cores"
-                )
+            quant, notes, reason = _fp8_quant(db, versions[system], path)
+            if reason:
+                e["skipped"] = f"dtype fp8 on {system}: {reason}"
                 continue
-            arch = get_model_config_from_model_path(path)["architecture"]
-            ctx_op, gen_op = attention_op_keys(aic_common.ARCHITECTURE_TO_MODEL_FAMILY[arch], BACKEND)
-            if "fp8" not in sq.get(gen_op, []):
-                quant["kvcache_quant_mode"] = "bfloat16"
-                notes.append(f"no fp8-KV {gen_op} table: KV cache fell back to bf16")
-            kv = aic_common.KVCacheQuantMode[quant["kvcache_quant_mode"]]
-            if "fp8" not in context_fmha_supported_modes(db, ctx_op, kv):
-                quant["fmha_quant_mode"] = "bfloat16"
-                notes.append(f"no fp8 {ctx_op} table with {kv.name} KV: context FMHA fell back to bf16")
         key = (system, hf_id, tp, tuple(sorted(quant.items())))
         try:
             if key not in sessions:
@@ -511,16 +544,23 @@ def main(argv=None) -> int:
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap.add_argument("--out", default=None, help="output path (default depends on the mode)")
     ap.add_argument("--no-check", action="store_true")
-    ap.add_argument(
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument(
         "--measured",
         action="store_true",
         help="estimate each reports/data/measured.toml configuration; write reports/data/profiled.toml",
+    )
+    mode.add_argument(
+        "--fp8",
+        action="store_true",
+        help="the same grid with aiconfigurator's fp8 profile; write benchmarks/data/aiconfigurator-0.12-fp8.json",
     )
     args = ap.parse_args(argv)
     if args.measured:
         return measured_main(args, here)
     if args.out is None:
-        args.out = os.path.join(here, "benchmarks", "data", "aiconfigurator-0.12.json")
+        name = "aiconfigurator-0.12-fp8.json" if args.fp8 else "aiconfigurator-0.12.json"
+        args.out = os.path.join(here, "benchmarks", "data", name)
 
     _quiet()
     t0 = time.time()
@@ -545,7 +585,7 @@ def main(argv=None) -> int:
     aic_version = importlib.metadata.version("aiconfigurator")
     core_dir = os.path.dirname(os.path.abspath(aiconfigurator_core.__file__))
     tmp_root = tempfile.mkdtemp(prefix="aic-grid-")
-    points, skipped, models_meta, versions = [], [], {}, {}
+    points, skipped, models_meta, versions, fallbacks = [], [], {}, {}, []
     n_checked, max_check_err = 0, 0.0
 
     def skip(system, model, tp, reason):
@@ -578,10 +618,20 @@ def main(argv=None) -> int:
         if db is None:
             skip(system, None, None, f"no {BACKEND} database in the installed aiconfigurator")
             continue
+        if args.fp8 and (reason := _fp8_gemm_missing(db, version)):
+            skip(system, None, None, f"fp8: {reason}")
+            continue
         versions[system] = version
         print(f"{system}: {BACKEND} {version}", flush=True)
         backend = get_backend(BACKEND)
         for hf_id, (path, info, moe) in resolved.items():
+            quant = QUANT
+            if args.fp8:
+                quant, notes, reason = _fp8_quant(db, version, path, moe)
+                if reason:
+                    skip(system, hf_id, None, f"fp8: {reason}")
+                    continue
+                fallbacks.extend({"system": system, "model": hf_id, "note": n} for n in notes)
             for tp in TPS:
                 if hf_id in TP_ONLY_8 and tp != 8:
                     continue
@@ -590,7 +640,7 @@ def main(argv=None) -> int:
                     continue  # heads not divisible: not a valid TP config, recorded nowhere
                 moe_tp, ep = (tp, 1) if moe else (None, None)
                 try:
-                    mc = build_model_config(tp, 1, 1, moe_tp, ep, **QUANT)
+                    mc = build_model_config(tp, 1, 1, moe_tp, ep, **quant)
                     if moe:
                         resolve_model_config_moe_comm(
                             mc,
@@ -625,7 +675,9 @@ def main(argv=None) -> int:
                             continue
                         d = s.get_result_dict()
                         q = (d["gemm"], d["moe"], d["kvcache"], d["fmha"], d["comm"])
-                        if q[2] != "bfloat16" or q[0] != "bfloat16" or (moe and q[1] != "bfloat16"):
+                        want = tuple(quant[k] for k in ("gemm_quant_mode", "moe_quant_mode", "kvcache_quant_mode"))
+                        want += (quant["fmha_quant_mode"],)
+                        if q[2] != want[2] or q[0] != want[0] or (moe and q[1] != want[1]) or q[3] != want[3]:
                             err = f"aiconfigurator switched quant modes to {q}"
                             break
                         ctx_l, gen_l = s.get_context_latency_dict(), s.get_generation_latency_dict()
@@ -674,7 +726,7 @@ def main(argv=None) -> int:
                         moe_tp_size=moe_tp,
                         moe_ep_size=ep,
                         stride=STRIDE,
-                        **QUANT,
+                        **quant,
                     )
                     rel = max(abs(r.ttft - ttft) / ttft, abs(r.tpot - tpot) / tpot)
                     max_check_err = max(max_check_err, rel)
@@ -695,7 +747,7 @@ def main(argv=None) -> int:
         "settings": {
             "mode": "static (InferenceSession.run_static, mode='static', stride=1)",
             "database_mode": "SILICON",
-            "quant": QUANT,
+            "quant": QUANT_FP8_GRID if args.fp8 else QUANT,
             "pp": 1,
             "attention_dp": 1,
             "cp": 1,
@@ -724,6 +776,17 @@ def main(argv=None) -> int:
         "skipped": sorted(skipped, key=lambda s: json.dumps(s, sort_keys=True)),
         "meaning": MEANING,
     }
+    if args.fp8:
+        out["source"] += ", fp8 quantisation"
+        out["settings"]["quant_profile"] = (
+            "aiconfigurator's 'fp8' profile, as --measured uses for fp8 measurements: fp8 GEMM (per-tensor, "
+            "dynamic activation scale), fp8 KV cache, fp8 context FMHA, 16-bit (half) all-reduce (the trtllm "
+            "nccl tables hold only half/int8); MoE models also run fp8 experts (moe_quant_mode). Only systems "
+            "whose tables have fp8 GEMM are run; a MoE model is skipped where the tables have no fp8 MoE; KV "
+            "and context FMHA fall back to bf16 where the model's attention op has no fp8 table "
+            "(quant_fallbacks). Every recorded point ran with exactly these modes (checked on its result row)."
+        )
+        out["settings"]["quant_fallbacks"] = sorted(fallbacks, key=lambda f: (f["system"], f["model"], f["note"]))
     out["points"] = points
     parts = []
     for key in sorted(out):
