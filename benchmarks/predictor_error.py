@@ -40,37 +40,42 @@ def _stats(values: list[np.ndarray]) -> str:
     return f"{np.median(errors):6.1%} {np.percentile(errors, 90):6.1%}"
 
 
-def profiled_table() -> None:
+def profiled_table(precision: str) -> None:
     calibration = json.loads((ROOT / "formulas" / "calibration.json").read_text())["accelerators"]
-    print("Against aiconfigurator 0.12 (held-out models; median and p90 of |error|)")
-    header = f"{'gpu':6} {'points':>6} {'floor>aic':>9}  {'TPOT':>13}  {'TTFT':>13}  {'MoE TPOT':>13}  {'MoE TTFT':>13}"
-    print(header)
-    groups = list(profiled.groups())
+    print(f"Against aiconfigurator 0.12, {precision} (held-out models; median and p90 of |error|)")
+    print(
+        f"{'gpu':6} {'points':>6} {'floor>aic':>9}  {'TPOT':>13}  {'TTFT':>13}  {'dense TPOT':>13}  "
+        f"{'dense TTFT':>13}  {'MoE TPOT':>13}  {'MoE TTFT':>13}"
+    )
+    groups = list(profiled.groups(precision))
+    trained: list[str] = []
     for gpu in profiled.SYSTEMS.values():
-        fit = calibration[gpu]["values"]
         mine = [g for g in groups if g.gpu == gpu]
+        if not mine:
+            continue
+        fit = calibration[gpu][precision]["values"]
         above = sum(
             int(np.sum(g.predict(f"{out}_floor", fit) > g.columns[out] * (1 + 1e-9)))
             for g in mine
             for out in ("ttft", "tpot")
         )
-        test = [g for g in mine if g.model not in profiled.TRAIN]
+        chosen = profiled.training_models(mine)
+        test = [g for g in mine if g.model not in chosen]
 
-        def errors(out: str, moe: bool, test: list[profiled.Group] = test, fit: dict = fit) -> list[np.ndarray]:
-            return [g.predict(out, fit) / g.columns[out] - 1 for g in test if g.moe == moe]
+        def errors(out: str, kinds: tuple[bool, ...], test: list[profiled.Group] = test, fit: dict = fit) -> list:  # type: ignore[type-arg]
+            return [g.predict(out, fit) / g.columns[out] - 1 for g in test if g.moe in kinds]
 
         points = sum(len(g.columns["tp"]) for g in mine)
-        print(
-            f"{gpu:6} {points:6} {above:9}  {_stats(errors('tpot', False))}  {_stats(errors('ttft', False))}  "
-            f"{_stats(errors('tpot', True))}  {_stats(errors('ttft', True))}"
-        )
-    print(f"trained on {', '.join(profiled.TRAIN)}; every other model held out")
+        trained.append(f"{gpu}: {', '.join(sorted(chosen))}")
+        cells = [_stats(errors(out, kinds)) for kinds in ((False, True), (False,), (True,)) for out in ("tpot", "ttft")]
+        print(f"{gpu:6} {points:6} {above:9}  " + "  ".join(cells))
+    print("trained on " + "; ".join(trained) + "; every other model held out\n")
 
 
 def measured_table() -> None:
     with MEASURED.open("rb") as fh:
         entries = tomllib.load(fh)["measurement"]
-    print("\nAgainst published static-batch measurements (reports/data/measured.toml)")
+    print("Against published static-batch measurements (reports/data/measured.toml)")
     print(
         f"{'id':4} {'model':11} {'gpu':5} {'tp':>2} {'dtype':5} {'kind':26} {'measured':>14} {'floor':>9} {'calib.':>9}"
     )
@@ -114,5 +119,7 @@ def measured_table() -> None:
 
 
 if __name__ == "__main__":
-    profiled_table()
+    for precision, path in profiled.GRIDS.items():
+        if path.exists():
+            profiled_table(precision)
     measured_table()

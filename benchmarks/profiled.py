@@ -23,7 +23,7 @@ from formulas import notation as sym
 from formulas import prefill as pf
 
 DATA = Path(__file__).resolve().parent / "data"
-GRID = DATA / "aiconfigurator-0.12.json"
+GRIDS = {"bf16": DATA / "aiconfigurator-0.12.json", "fp8": DATA / "aiconfigurator-0.12-fp8.json"}
 CONFIGS = DATA / "configs"
 
 SYSTEMS = {"h100_sxm": "h100", "h200_sxm": "h200", "a100_sxm": "a100"}
@@ -40,9 +40,22 @@ MODELS = {
     "Qwen/Qwen3-32B": "qwen3-32b",
     "mistralai/Mixtral-8x7B-v0.1": "mixtral-8x7b",
     "Qwen/Qwen3-30B-A3B": "qwen3-30b-a3b",
+    "deepseek-ai/DeepSeek-V3": "deepseek-v3",
 }
-# The training set: dense, GQA and MHA, two families. Everything else, the MoE models included, is held out.
-TRAIN = ("llama3-8b", "llama3-70b", "qwen2.5-7b", "llama2-7b")
+# The training set: dense, GQA and MHA, two families, and one MoE (a dense model cannot fit the narrow-expert
+# width): Qwen3 30B-A3B's narrow experts where the accelerator's tables have them, else the MoE they have.
+# Everything else is held out.
+TRAIN_DENSE = ("llama3-8b", "llama3-70b", "qwen2.5-7b", "llama2-7b")
+TRAIN_MOE = ("qwen3-30b-a3b", "mixtral-8x7b")
+
+
+def training_models(groups: list[Group]) -> set[str]:
+    """The models one accelerator's fit trains on, from the models its grid has."""
+    have = {g.model for g in groups}
+    moe = next((m for m in TRAIN_MOE if m in have), None)
+    return set(TRAIN_DENSE) | ({moe} if moe else set())
+
+
 AXES = (sym.n, sym.B, pf.S_p, pf.S_o)
 OUTPUTS = {
     "ttft_floor": pf.ttft.symbol,
@@ -63,6 +76,7 @@ class Group:
 
     system: str
     gpu: str
+    precision: str
     model: str
     moe: bool
     columns: dict[str, np.ndarray]  # tp, batch, isl, osl, ttft, tpot (profiled, seconds)
@@ -77,15 +91,15 @@ class Group:
         return np.broadcast_to(self.functions[output](*self.workload, *args), self.columns["tp"].shape)
 
 
-def groups() -> Iterator[Group]:
-    """Every (accelerator, model) pair of the grid that derive can read, compiled once."""
-    points = json.loads(GRID.read_text())["points"]
+def groups(precision: str = "bf16") -> Iterator[Group]:
+    """Every (accelerator, model) pair of the precision's grid that derive can read, compiled once."""
+    points = json.loads(GRIDS[precision].read_text())["points"]
     keys = sorted({(p["system"], p["model"]) for p in points if p["model"] in MODELS and p["system"] in SYSTEMS})
     for system, hf_name in keys:
         rows = [p for p in points if (p["system"], p["model"]) == (system, hf_name)]
         gpu, name = SYSTEMS[system], MODELS[hf_name]
         model = model_for(name)
-        values, library = predictor_inputs(model, load_gpu(gpu), "bf16", fitted=False)
+        values, library = predictor_inputs(model, load_gpu(gpu), precision, fitted=False)
         swept = list(AXES) + list(FITTED)
         functions = {
             column: compile_expression(expr, swept, values, library, predict=True) for column, expr in OUTPUTS.items()
@@ -99,4 +113,4 @@ def groups() -> Iterator[Group]:
             "ttft": np.array([p["ttft_ms"] for p in rows]) / 1e3,
             "tpot": np.array([p["tpot_ms"] for p in rows]) / 1e3,
         }
-        yield Group(system, gpu, name, bool(model.config.is_moe), columns, functions)
+        yield Group(system, gpu, precision, name, bool(model.config.is_moe), columns, functions)

@@ -33,6 +33,8 @@ FITTED = (
     cal.eta_p,
     cal.eta_a,
     cal.m_ew,
+    cal.w_0,
+    cal.w_0p,
 )
 ACTIVATION_BYTES = 2  # activations and all-reduces in bf16 whatever the weights (TensorRT-LLM, vLLM)
 ALLREDUCES_PER_LAYER = 2  # Megatron: after attention and after the MLP
@@ -40,17 +42,19 @@ ALLREDUCES_PER_LAYER = 2  # Megatron: after attention and after the MLP
 
 @dataclass(frozen=True)
 class Calibration:
-    """The fitted values for one accelerator: `fitted_on` names the accelerator whose fit they are."""
+    """The fitted values for one accelerator and precision, and the fit (accelerator, precision) they come from."""
 
     gpu: str
+    precision: str
     fitted_on: str
+    fitted_precision: str
     values: dict[Any, sympy.Expr]
     source: str
     test_error: dict[str, dict[str, float]]  # output -> median, p90, points
 
     @property
     def borrowed(self) -> bool:
-        return self.fitted_on != self.gpu
+        return (self.fitted_on, self.fitted_precision) != (self.gpu, self.precision)
 
 
 @cache
@@ -60,20 +64,32 @@ def _data() -> dict[str, Any]:
     return data
 
 
-def calibration(gpu: Gpu) -> Calibration:
-    """The fitted values for `gpu`, or the default accelerator's where it has none."""
+def precision_of(dtype: str) -> str:
+    """The fit a weight dtype runs with: FP8 GEMMs have their own; 16-bit and weight-only formats the bf16 one."""
+    return "fp8" if dtype.lower() in FP8 else "bf16"
+
+
+FP8 = ("fp8", "fp8_e4m3", "fp8_e5m2")
+
+
+def calibration(gpu: Gpu, dtype: str = "bf16") -> Calibration:
+    """The fitted values for `gpu` at `dtype`, or the nearest fit: the same accelerator in bf16, else the default's."""
     data = _data()
     fits = data["accelerators"]
+    precision = precision_of(dtype)
     fitted_on = gpu.name if gpu.name in fits else data["default"]
-    fit = fits[fitted_on]
+    fitted_precision = precision if precision in fits[fitted_on] else "bf16"
+    fit = fits[fitted_on][fitted_precision]
     values = {s: sympy.Float(fit["values"][s.key], 6) for s in FITTED}
-    source = f"fitted to {data['source']} on {fit['system']}, models {', '.join(fit['train_models'])}"
-    return Calibration(gpu.name, fitted_on, values, source, fit["test_error"])
+    source = (
+        f"fitted to {data['source']} on {fit['system']} in {fitted_precision}, models {', '.join(fit['train_models'])}"
+    )
+    return Calibration(gpu.name, precision, fitted_on, fitted_precision, values, source, fit["test_error"])
 
 
-def predictor_values(gpu: Gpu, fitted: bool = True) -> dict[Any, sympy.Expr]:
+def predictor_values(gpu: Gpu, dtype: str, fitted: bool = True) -> dict[Any, sympy.Expr]:
     """Every value the calibrated terms need beyond the model's: the fit (unless not `fitted`), activations, link."""
-    values: dict[Any, sympy.Expr] = dict(calibration(gpu).values) if fitted else {}
+    values: dict[Any, sympy.Expr] = dict(calibration(gpu, dtype).values) if fitted else {}
     values[sh.b_a] = sympy.Integer(ACTIVATION_BYTES)
     values[cal.m_ar] = sympy.Integer(ALLREDUCES_PER_LAYER)
     # A GPU without a link in the catalog runs on one accelerator only (the predictor refuses --tp > 1);

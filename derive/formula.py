@@ -62,6 +62,8 @@ class Formula:
                 )
             return
         declared = unit(self.unit)
+        if self.expr == 0:
+            return  # zero is a quantity of every dimension: a dense model's routed-expert bytes
         if found.dimensionality != declared.dimensionality:
             raise UnitError(
                 f"formula {self.name}: the right side `{self.expr}` is [{format(found, 'C') or '1'}] "

@@ -125,7 +125,7 @@ def predictor_inputs(model: Model, gpu: Gpu, dtype: str, fitted: bool = True) ->
             pf.eta_f: sympy.Integer(1),
         }
     )
-    values.update(predictor_values(gpu, fitted))
+    values.update(predictor_values(gpu, dtype, fitted))
     return values, library
 
 

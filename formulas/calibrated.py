@@ -15,7 +15,7 @@ import sympy
 from derive.formula import formula
 from derive.symbols import Sym, define
 from formulas.flops import F_att
-from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, kv_total, n, tau
+from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, d_ff, kv_total, n, tau
 from formulas.reads import W_pre, W_read
 from formulas.sharding import BW_link, b_a, v_d
 
@@ -76,12 +76,42 @@ eta_linkp = define(
     r"\eta_{link,p}",
     "share of link bandwidth a prompt-pass all-reduce gets",
 )
+w_0 = define(
+    "narrow_gemm_width",
+    "w_narrow",
+    "",
+    r"w_{0}",
+    "GEMM width per accelerator at which a routed expert's kernels run at half their wide-GEMM speed",
+)
+w_0p = define(
+    "prefill_narrow_gemm_width",
+    "w_narrowp",
+    "",
+    r"w_{0,p}",
+    "the same width for the prompt pass's grouped GEMMs, with many rows an expert",
+)
 m_ew = define(
     "decode_elementwise_passes_per_layer",
     "m_ewp",
     "",
     r"m_{ew}",
     "unfused elementwise passes per layer (norms, rotary, activation, residual adds)",
+)
+
+# What a model's routed experts are: zero for a dense model (derive/architecture/build.py sums a MoE's).
+W_x = define(
+    "expert_bytes_read_per_step", "W_xread", "byte", r"W_{x}", "routed-expert weight bytes one decode step reads"
+)
+W_xp = define(
+    "expert_bytes_read_by_prefill", "W_xpre", "byte", r"W_{x,p}", "routed-expert weight bytes the prompt pass reads"
+)
+F_x = define("expert_flops_per_token", "F_xtok", "FLOP/token", r"F_{x}", "routed-expert matmul FLOPs per token")
+w_x = define(
+    "expert_shard_width",
+    "w_xshard",
+    "",
+    r"w_{x}",
+    "width of one routed expert's matrices on one accelerator (its intermediate over n)",
 )
 
 # The terms of one decode step.
@@ -104,6 +134,13 @@ X_ew = define(
 )
 t_ew = define(
     "elementwise_time", "t_ewd", "second", r"t_{ew}", "time for a step's elementwise passes on each accelerator"
+)
+t_N = define(
+    "narrow_expert_time",
+    "t_Nx",
+    "second",
+    r"t_{N}",
+    "extra time of a decode step's routed-expert GEMMs for being narrow",
 )
 t_cal = define(
     "calibrated_step_time",
@@ -130,6 +167,13 @@ t_ewp = define(
     "prefill_elementwise_time", "t_ewp", "second", r"t_{ew,p}", "time for the prompt pass's elementwise passes"
 )
 t_fixp = define("prefill_fixed_time", "t_fixp", "second", r"t_{fix,p}", "the layers' fixed time in the prompt pass")
+t_Np = define(
+    "prefill_narrow_expert_time",
+    "t_Nxp",
+    "second",
+    r"t_{N,p}",
+    "extra time of the prompt pass's routed-expert GEMMs for being narrow",
+)
 t_calp = define(
     "calibrated_ttft", "t_calttft", "second", r"\mathrm{TTFT}_{cal}", "prompt pass time at the fitted efficiencies"
 )
@@ -186,9 +230,37 @@ elementwise_time = formula(
     "Norms and residual adds run on every accelerator over the full activation: tensor parallelism does not "
     "split them (Megatron replicates them).",
 )
+_NARROW = (
+    "A grouped GEMM over many narrow experts (tensor parallelism splits each expert's intermediate n ways) runs "
+    "its tiles part empty: at width w its speed is w/(w + w_0) of a wide GEMM's, an extra w_0/w of the expert "
+    "matmuls' roofline time (CUTLASS grouped-GEMM tile shapes; aiconfigurator's MoE tables)."
+)
+no_routed_bytes = formula(W_x, sympy.Integer(0), "A dense model has no routed experts.")
+no_routed_prefill_bytes = formula(W_xp, sympy.Integer(0), "A dense model has no routed experts.")
+no_routed_flops = formula(F_x, sympy.Integer(0), "A dense model has no routed experts.")
+mlp_shard_width = formula(w_x, d_ff.symbol / n.symbol, "Tensor parallelism splits the MLP's intermediate n ways.")
+narrow_expert_time = formula(
+    t_N,
+    w_0.symbol
+    / w_x.symbol
+    * sympy.Max(W_x.symbol / (n.symbol * BW.symbol), B.symbol * tau.symbol * F_x.symbol / (n.symbol * P.symbol)),
+    _NARROW,
+)
+prefill_narrow_expert_time = formula(
+    t_Np,
+    w_0p.symbol
+    / w_x.symbol
+    * sympy.Max(W_xp.symbol / (n.symbol * BW.symbol), B.symbol * S_p.symbol * F_x.symbol / (n.symbol * P.symbol)),
+    _NARROW,
+)
 calibrated_step_time = formula(
     t_cal,
-    t_fix.symbol + t_ar.symbol + sympy.Max(t_W.symbol, t_G.symbol) + sympy.Max(t_K.symbol, t_A.symbol) + t_ew.symbol,
+    t_fix.symbol
+    + t_ar.symbol
+    + t_N.symbol
+    + sympy.Max(t_W.symbol, t_G.symbol)
+    + sympy.Max(t_K.symbol, t_A.symbol)
+    + t_ew.symbol,
     "Kernels run one after another: the GEMMs take the longer of streaming and computing, attention the longer "
     "of reading the cache and computing, and the all-reduces sit between them on the critical path.",
 )
@@ -227,6 +299,7 @@ calibrated_ttft = formula(
     t_calp,
     t_fixp.symbol
     + t_arp.symbol
+    + t_Np.symbol
     + sympy.Max(t_Wp.symbol, t_Gp.symbol)
     + sympy.Max(t_Kp.symbol, t_Ap.symbol)
     + t_ewp.symbol,

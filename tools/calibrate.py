@@ -4,7 +4,7 @@
 
 The data are aiconfigurator 0.12's profiled TensorRT-LLM timings (benchmarks/data/aiconfigurator-0.12.json,
 made by tools/aiconfigurator_grid.py in its own virtual environment). The fit is split by model:
-it sees only the training models (benchmarks/profiled.py TRAIN) and reports its error on them and,
+it sees only the training models (benchmarks/profiled.py training_models) and reports its error on them and,
 separately, on every other model of the grid.
 
 Every term of formulas/calibrated.py is linear in one fitted coefficient (a fixed time, a latency,
@@ -50,19 +50,19 @@ def _unit(j: int | None) -> dict[str, float]:
 
 
 def design(groups: list[profiled.Group]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Basis matrix (rows: TTFT then TPOT of every point; columns: FITTED), targets, and row phase (0 TTFT)."""
-    blocks, targets, phases = [], [], []
+    """Basis matrix (rows: TTFT then TPOT of every point; columns: FITTED), targets, and row weights.
+
+    Each model weighs the same in the fit however many of its points fit in memory.
+    """
+    blocks, targets, weights = [], [], []
     for group in groups:
-        for phase, output in enumerate(("ttft", "tpot")):
+        rows = 2 * len(group.columns["tp"])
+        for output in ("ttft", "tpot"):
             basis = np.stack([group.predict(output, _unit(j)) for j in range(len(FITTED))], axis=1)
             blocks.append(basis)
             targets.append(group.columns[output])
-            phases.append(np.full(len(basis), phase))
-    return np.concatenate(blocks), np.concatenate(targets), np.concatenate(phases)
-
-
-def _coefficients(values: dict[str, float]) -> np.ndarray:
-    return np.array([1 / values[s.key] if s in INVERTED else values[s.key] for s in FITTED])
+            weights.append(np.full(len(basis), 1 / np.sqrt(rows)))
+    return np.concatenate(blocks), np.concatenate(targets), np.concatenate(weights)
 
 
 def _values(theta: np.ndarray) -> dict[str, float]:
@@ -101,14 +101,26 @@ def _bounded_lstsq(matrix: np.ndarray, target: np.ndarray, lower: np.ndarray) ->
     return best
 
 
-def fit(basis: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """Coefficients minimising the squared relative error, each Max resolved at the previous round's values."""
+def fit(
+    basis: np.ndarray, target: np.ndarray, weights: np.ndarray, fixed: dict[int, float] | None = None
+) -> np.ndarray:
+    """Coefficients minimising the squared relative error, each Max resolved at the previous round's values.
+
+    `fixed` holds coefficients the data cannot identify (no MoE model to fit the narrow-expert width on),
+    taken from the default accelerator's fit.
+    """
     lower = np.array([1.0 if s in INVERTED else 0.0 for s in FITTED])
     theta = lower.copy()
+    fixed = fixed or {}
+    for j, value in fixed.items():
+        theta[j] = value
+    free = [j for j in range(len(FITTED)) if j not in fixed]
     for _ in range(ROUNDS):
         mask = _active(basis, theta)
-        weighted = basis * mask / target[:, None]
-        new = _bounded_lstsq(weighted, np.ones_like(target), lower)
+        weighted = basis * mask * (weights / target)[:, None]
+        known = sum((weighted[:, j] * v for j, v in fixed.items()), np.zeros_like(target))
+        new = theta.copy()
+        new[free] = _bounded_lstsq(weighted[:, free], weights - known, lower[free])
         if np.allclose(new, theta, rtol=1e-9):
             break
         theta = new
@@ -128,21 +140,34 @@ def errors(groups: list[profiled.Group], values: dict[str, float]) -> dict[str, 
     return out
 
 
-def main() -> None:
-    grid = json.loads(profiled.GRID.read_text())
-    all_groups = list(profiled.groups())
-    accelerators = {}
-    for system, gpu in profiled.SYSTEMS.items():
+def fit_precision(precision: str) -> dict[str, dict]:  # type: ignore[type-arg]
+    """One fit per accelerator of the precision's grid, with its train and test errors."""
+    grid = json.loads(profiled.GRIDS[precision].read_text())
+    all_groups = list(profiled.groups(precision))
+    fits = {}
+    widths = [FITTED.index(cal.w_0), FITTED.index(cal.w_0p)]
+    default_widths: dict[int, float] = {}
+    # The default accelerator first: where a system has no MoE model to train on, its narrow width is the default's.
+    for system, gpu in sorted(profiled.SYSTEMS.items(), key=lambda item: item[1] != DEFAULT):
         mine = [g for g in all_groups if g.system == system]
-        train = [g for g in mine if g.model in profiled.TRAIN]
-        test = [g for g in mine if g.model not in profiled.TRAIN]
-        basis, target, _ = design(train)
-        values = _values(fit(basis, target))
+        if not mine:
+            continue  # no tables in this precision (an A100 has no FP8)
+        chosen = profiled.training_models(mine)
+        train = [g for g in mine if g.model in chosen]
+        test = [g for g in mine if g.model not in chosen]
+        basis, target, weights = design(train)
+        fixed = {} if any(g.moe for g in train) else {j: default_widths.get(j, 0.0) for j in widths}
+        theta = fit(basis, target, weights, fixed)
+        if gpu == DEFAULT:
+            default_widths = {j: float(theta[j]) for j in widths}
+        values = _values(theta)
         moe = [g for g in test if g.moe]
-        accelerators[gpu] = {
+        fits[gpu] = {
             "system": system,
             "database": f"trtllm {grid['database_versions'].get(system, '')}".strip(),
+            "quant": grid["settings"].get("quant"),
             "train_models": sorted({g.model for g in train}),
+            "fixed_from_default": [FITTED[j].key for j in fixed],
             "test_models": sorted({g.model for g in test}),
             "values": {k: float(f"{v:.6g}") for k, v in values.items()},
             "train_error": errors(train, values),
@@ -150,17 +175,29 @@ def main() -> None:
             "dense_test_error": errors([g for g in test if not g.moe], values),
             "moe_test_error": errors(moe, values) if moe else None,
         }
-        print(f"{gpu}: {json.dumps(accelerators[gpu]['values'])}")
+        print(f"{gpu} {precision}: {json.dumps(fits[gpu]['values'])}")
         for split in ("train_error", "test_error", "dense_test_error", "moe_test_error"):
-            print(f"  {split}: {accelerators[gpu][split]}")
+            print(f"  {split}: {fits[gpu][split]}")
+    return fits
+
+
+def main() -> None:
+    accelerators: dict[str, dict] = {}  # type: ignore[type-arg]
+    for precision, path in profiled.GRIDS.items():
+        if not path.exists():
+            print(f"no {precision} grid at {path.relative_to(ROOT)}: run tools/aiconfigurator_grid.py")
+            continue
+        for gpu, fit_ in fit_precision(precision).items():
+            accelerators.setdefault(gpu, {})[precision] = fit_
     data = {
-        "source": "aiconfigurator 0.12.0's profiled TensorRT-LLM kernel tables (static batches, bf16)",
-        "data": "benchmarks/data/aiconfigurator-0.12.json (tools/aiconfigurator_grid.py)",
+        "source": "aiconfigurator 0.12.0's profiled TensorRT-LLM kernel tables (static batches)",
+        "data": ", ".join(str(p.relative_to(ROOT)) for p in profiled.GRIDS.values())
+        + " (tools/aiconfigurator_grid.py)",
         "generated_by": "python3 tools/calibrate.py",
         "default": DEFAULT,
         "default_note": (
-            "an accelerator without a fit of its own takes the default's values: its efficiencies and fixed "
-            "times, applied to its own datasheet figures"
+            "an accelerator without a fit of its own takes the default's values, and a precision without one the "
+            "accelerator's bf16 fit: efficiencies and fixed times, applied to its own datasheet figures"
         ),
         "units": {s.key: s.unit or "dimensionless" for s in FITTED},
         "accelerators": accelerators,

@@ -20,9 +20,11 @@ def calibration_inputs(work: Work, setup: Setup, gpu: Gpu) -> Calibration:
             f"{gpu.name} has no GPU-to-GPU link in the catalog, so a tensor-parallel all-reduce has no bandwidth",
             "Use --tp 1, --floor, or another --gpu",
         )
-    fit = calibration(gpu)
+    fit = calibration(gpu, setup.dtype)
     work.heading("Calibration")
-    label = f"fitted on {fit.fitted_on}" + (f" (no fit for {gpu.name})" if fit.borrowed else "")
+    label = f"fitted on {fit.fitted_on}, {fit.fitted_precision}" + (
+        f" (no fit for {gpu.name} in {fit.precision})" if fit.borrowed else ""
+    )
     for quantity in FITTED:
         work.given(quantity, fit.values[quantity], label)
     work.given(sh.b_a, ACTIVATION_BYTES, "bf16 activations, whatever the weights", inline=True)
@@ -41,8 +43,8 @@ def calibration_notes(work: Work, fit: Calibration) -> None:
     )
     if fit.borrowed:
         work.note(
-            f"no fit for {fit.gpu}: {fit.fitted_on}'s efficiencies and fixed times stand in, applied to "
-            f"{fit.gpu}'s own datasheet figures"
+            f"no fit for {fit.gpu} in {fit.precision}: the {fit.fitted_on} {fit.fitted_precision} fit's efficiencies "
+            f"and fixed times stand in, applied to {fit.gpu}'s own datasheet figures"
         )
     work.note(
         "the estimate does not carry in-flight batching or scheduler overheads, speculative decoding, or software "

@@ -238,7 +238,7 @@ def predict(setup: Setup) -> Sheet:
     work.compute(work.library.get("ttft"), "ttft_floor")
     if fit:
         work.heading("Prefill, calibrated")
-        for name in _PREFILL_TERMS:
+        for name in _PREFILL_TERMS + (("prefill_narrow_expert_time",) if model.config.is_moe else ()):
             work.compute(work.library.get(name), name)
         work.compute(work.library.get("calibrated_ttft"), "ttft")
     work.heading("Decode (at the mean context, prompt plus half the output)")
@@ -250,7 +250,7 @@ def predict(setup: Setup) -> Sheet:
     work.compute(work.library.get("e2e_latency"), "e2e_latency_floor")
     if fit:
         work.heading("Decode, calibrated")
-        for name in _DECODE_TERMS:
+        for name in _DECODE_TERMS + (("narrow_expert_time",) if model.config.is_moe else ()):
             work.compute(work.library.get(name), name)
         work.compute(work.library.get("calibrated_step_time"), "tpot")
         work.compute(work.library.get("calibrated_throughput"), "throughput")

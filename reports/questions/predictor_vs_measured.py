@@ -136,9 +136,9 @@ def build(inputs: Inputs) -> Answer:
         lines.append(
             Prose(
                 "text",
-                f"{_title(entry, setup)}: measured {{measured}}; floor {{floor}} ({{floor_error}} %), "
-                "calibrated {calibrated} ({calibrated_error} %), aiconfigurator's profiled {profiled} "
-                "({profiled_error} %); the measurement reaches {eta} % of the floor.",
+                f"{_title(entry, setup)}: measured {{measured}}; floor {{floor}} (off by {{floor_error}} %), "
+                "calibrated {calibrated} (off by {calibrated_error} %), aiconfigurator's profiled {profiled} "
+                "(off by {profiled_error} %); the measurement reaches {eta} % of the floor.",
                 {**_quantities(sheet, eta), **figures},
             )
         )

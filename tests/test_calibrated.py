@@ -1,0 +1,70 @@
+"""The calibrated predictor: never below the floor, its fit within bounds, its borrowed fits said, its errors clear."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from derive.calibration import FITTED, calibration
+from derive.catalog import load_gpu
+from derive.sweep import Grid, evaluate_grid, predict_target
+
+
+def _json(run, *args):
+    result = run(*args, "--json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_fitted_values_are_efficiencies_and_non_negative_times():
+    for name in ("h100", "h200", "a100"):
+        fit = calibration(load_gpu(name))
+        assert not fit.borrowed
+        for quantity in FITTED:
+            value = float(fit.values[quantity])
+            assert value >= 0
+            if quantity.key.endswith("efficiency"):
+                assert 0 < value <= 1, quantity.key
+
+
+def test_an_accelerator_without_a_fit_borrows_the_default_and_says_so(run):
+    out = _json(run, "predict", "--model", "llama3-8b", "--gpu", "b200")
+    assert out["results"]["tpot"]["value"] > out["results"]["tpot_floor"]["value"]
+    assert any("no fit for b200" in note for note in out["notes"])
+
+
+def test_json_carries_floor_estimate_and_every_term(run):
+    results = _json(run, "predict", "--model", "mixtral-8x7b", "--tp", "4", "--batch", "8")["results"]
+    for name in ("tpot_floor", "tpot", "ttft_floor", "ttft", "decode_allreduce_time", "narrow_expert_time"):
+        assert results[name]["value"] > 0, name
+    decode_terms = ("step_fixed_time", "decode_allreduce_time", "narrow_expert_time", "elementwise_time")
+    assert results["tpot"]["value"] >= sum(results[t]["value"] for t in decode_terms)
+
+
+def test_tensor_parallelism_without_a_link_is_one_line(run):
+    result = run("predict", "--model", "llama3-8b", "--gpu", "l40s", "--tp", "2")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("derive: error: l40s has no GPU-to-GPU link") and "--floor" in result.stderr
+    assert run("predict", "--model", "llama3-8b", "--gpu", "l40s", "--tp", "2", "--floor").exit_code == 0
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    st.sampled_from(["llama3-8b", "mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-20b", "qwen3.5-27b"]),
+    st.sampled_from(["h100", "h200", "a100", "b200"]),
+)
+def test_the_estimate_is_never_below_the_floor(model, gpu):
+    grid = Grid(
+        {"model": [model], "gpu": [gpu], "dtype": ["bf16"]},
+        {"tp": [1, 2, 8], "batch": [1, 16, 256], "prompt": [128, 4096], "output": [1, 512]},
+    )
+    for _, columns in evaluate_grid(predict_target(), grid):
+        assert (columns["tpot"] >= columns["tpot_floor"]).all()
+        assert (columns["ttft"] >= columns["ttft_floor"]).all()
+
+
+def test_one_accelerator_has_no_allreduce_time(run):
+    results = _json(run, "predict", "--model", "llama3-8b", "--tp", "1")["results"]
+    assert results["decode_allreduce_time"]["value"] == 0 and results["prefill_allreduce_time"]["value"] == 0
