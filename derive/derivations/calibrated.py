@@ -48,6 +48,5 @@ def calibration_notes(work: Work, fit: Calibration) -> None:
         )
     work.note(
         "the estimate does not carry in-flight batching or scheduler overheads, speculative decoding, or software "
-        "other than the profiled tables' (TensorRT-LLM); a MoE model's grouped GEMMs run further below the floor "
-        "than its fit says (benchmarks/predictor_error.py)"
+        "other than the profiled tables' (TensorRT-LLM); its error by model kind is in benchmarks/predictor_error.py"
     )
