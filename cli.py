@@ -51,34 +51,48 @@ class _DeriveGroup(click.Group):
 
 
 class _Count(click.ParamType):
-    """A whole number of at least 1 (batch, context, tp)."""
+    """A whole number of at least 1 (batch, context, tp), within its sanity bound (derive/validate.py)."""
 
     name = "N"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            number = value
-        else:
-            text = str(value).replace(",", "").replace("_", "").strip()
-            try:
-                number = int(text)
-            except ValueError:
-                self.fail(f"must be a whole number of at least 1, got '{value}'", param, ctx)
-        if number < 1:
-            self.fail(f"must be a whole number of at least 1, got {number}", param, ctx)
-        return number
+        from derive import validate
+
+        return validate.count(value, param.name if param else "count", param.opts[0] if param else "")
+
+
+class _Number(click.ParamType):
+    """A finite plain number within bounds (derive/validate.py): a share, a load, a recomputed fraction."""
+
+    name = "number"
+
+    def __init__(self, low: float, high: float | None, zero: bool = False) -> None:
+        self.low, self.high, self.zero = low, high, zero
+
+    def get_metavar(self, *args: Any, **kwargs: Any) -> str:
+        return f"{'[' if self.zero else '('}{self.low:g}..{self.high:g}]" if self.high is not None else "NUMBER"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from derive import validate
+
+        opt = param.opts[0] if param else ""
+        return validate.number(value, param.name if param else "", opt, self.low, self.high, self.zero)
 
 
 class _Quantity(click.ParamType):
-    """A quantity with units, checked for dimension ('3.35 TB/s')."""
+    """A quantity with units, checked for dimension and sanity bounds ('3.35 TB/s')."""
 
     def __init__(self, unit_text: str, example: str) -> None:
-        self.unit_text, self.name = unit_text, f"QUANTITY (e.g. '{example}')"
+        self.unit_text, self.example, self.name = unit_text, example, "quantity"
+
+    def get_metavar(self, *args: Any, **kwargs: Any) -> str:
+        # Shown as written: click upper-cases a type's name, and '3.35 TB/S' is not a unit.
+        return f"'{self.example}'"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        from derive.units import parse_quantity
+        from derive import validate
 
-        return parse_quantity(value, self.unit_text, param.opts[0])
+        return validate.quantity(value, self.unit_text, param.opts[0] if param else "")
 
 
 COUNT = _Count()
@@ -98,22 +112,49 @@ model_options = _options(
     click.option("--model", "-m", help="Catalog model name or alias (see 'derive models')."),
     click.option("--config", "config_path", type=click.Path(), help="A local Hugging Face config.json, or its folder."),
 )
-gpu_options = _options(
-    click.option("--gpu", "-g", help="Accelerator (see 'derive gpus'). Default: h100."),
-    click.option("--bandwidth", type=_Quantity("byte/second", "3.35 TB/s"), help="Override memory bandwidth."),
-    click.option("--flops", type=_Quantity("FLOP/second", "989 TFLOP/s"), help="Override peak FLOP/s."),
-    click.option("--memory", type=_Quantity("byte", "80 GB"), help="Override memory per accelerator."),
-    click.option("--power", type=_Quantity("watt", "700 W"), help="Override power per accelerator."),
-)
-workload_options = _options(
+GPU_FIGURES = {
+    "bandwidth": click.option(
+        "--bandwidth", type=_Quantity("byte/second", "3.35 TB/s"), help="Override memory bandwidth."
+    ),
+    "flops": click.option("--flops", type=_Quantity("FLOP/second", "989 TFLOP/s"), help="Override peak FLOP/s."),
+    "memory": click.option("--memory", type=_Quantity("byte", "80 GB"), help="Override memory per accelerator."),
+    "power": click.option("--power", type=_Quantity("watt", "700 W"), help="Override power per accelerator."),
+}
+
+
+def gpu_options_for(*figures: str) -> Callable[..., Any]:
+    """--gpu and the datasheet overrides a command reads (an override it ignores is not offered)."""
+    return _options(
+        click.option("--gpu", "-g", help="Accelerator (see 'derive gpus'). Default: h100."),
+        *(GPU_FIGURES[f] for f in figures),
+    )
+
+
+gpu_options = gpu_options_for(*GPU_FIGURES)
+ROOFLINE = ("bandwidth", "flops", "memory")
+
+
+context_options = _options(
     click.option("--context", "-s", type=COUNT, help="Tokens of context per sequence. Default: 2048."),
-    click.option("--dtype", type=click.Choice(DTYPES, case_sensitive=False), help="Weight dtype. Default: bf16."),
     click.option(
-        "--kv-dtype",
-        type=click.Choice(DTYPES, case_sensitive=False),
-        help="KV-cache dtype. Default: the weight dtype (bf16 for int8/int4/fp4 weights).",
+        "--allow-long-context",
+        is_flag=True,
+        default=None,
+        help="Size a --context beyond the config's position limit anyway (with a note).",
     ),
 )
+dtype_option = click.option(
+    "--dtype", type=click.Choice(DTYPES, case_sensitive=False), help="Weight dtype. Default: bf16."
+)
+kv_dtype_option = click.option(
+    "--kv-dtype",
+    type=click.Choice(DTYPES, case_sensitive=False),
+    help="KV-cache dtype. Default: the weight dtype (bf16 for int8/int4/fp4 weights).",
+)
+WORKLOAD = {"context": context_options, "dtype": dtype_option, "kv_dtype": kv_dtype_option}
+workload_options = _options(*WORKLOAD.values())
+
+
 tp_option = click.option(
     "--tp", type=COUNT, help="Tensor-parallel degree. Default: the smallest power of two that fits."
 )
@@ -153,6 +194,7 @@ def _setup(kwargs: dict[str, Any], need_gpu: bool = False) -> Any:
             memory=kwargs.get("memory"),
             power=kwargs.get("power"),
         )
+    context_given = kwargs.get("context") is not None
     for key, default in (("dtype", "bf16"), ("context", 2048), ("batch", 1)):
         if key not in kwargs:
             kwargs[key] = default
@@ -161,7 +203,7 @@ def _setup(kwargs: dict[str, Any], need_gpu: bool = False) -> Any:
             defaults.append(key)
     extra = {
         key: kwargs[key]
-        for key in ("count", "prompt", "output", "tokens", "claim", "floor")
+        for key in ("count", "prompt", "output", "tokens", "claim", "floor", "allow_long_context")
         if kwargs.get(key) is not None
     }
     defaults += [key for key in ("count", "prompt", "output", "tokens") if key in kwargs and kwargs[key] is None]
@@ -170,10 +212,10 @@ def _setup(kwargs: dict[str, Any], need_gpu: bool = False) -> Any:
     if kwargs.get("link"):
         extra["link_name"] = kwargs["link"]
         if kwargs["link"].strip().lower() != "nvlink":
-            from derive.units import parse_quantity
+            from derive import validate
 
-            extra["link"] = parse_quantity(kwargs["link"], "byte/second", "--link")
-    return Setup(
+            extra["link"] = validate.quantity(kwargs["link"], "byte/second", "--link")
+    setup = Setup(
         model=model,
         gpu=gpu,
         dtype=kwargs["dtype"].lower(),
@@ -184,6 +226,7 @@ def _setup(kwargs: dict[str, Any], need_gpu: bool = False) -> Any:
         defaults=tuple(defaults),
         **extra,
     )
+    return setup.check_context() if context_given else setup
 
 
 def _emit(sheet: Any, as_json: bool) -> None:
@@ -226,7 +269,7 @@ def kv(as_json: bool, **kwargs: Any) -> None:
 
 @cli.command()
 @model_options
-@gpu_options
+@gpu_options_for(*ROOFLINE)
 @workload_options
 @tp_option
 @json_option
@@ -241,8 +284,19 @@ def knee(as_json: bool, **kwargs: Any) -> None:
     _emit(derivations.knee(_setup(kwargs, need_gpu=True)), as_json)
 
 
-def _sheet_command(name: str, function: str, doc: str, *extra: Callable[..., Any], need_gpu: bool = True) -> None:
-    """Register a command that builds one sheet with the shared options (one place for the pattern)."""
+def _sheet_command(
+    name: str,
+    function: str,
+    doc: str,
+    *extra: Callable[..., Any],
+    need_gpu: bool = True,
+    reads: tuple[str, ...] = ("context", "dtype", "kv_dtype"),
+    figures: tuple[str, ...] = ROOFLINE,
+) -> None:
+    """Register a command that builds one sheet with the shared options it `reads` (one place for the pattern).
+
+    An option the sheet does not read is not offered: a --context that changes nothing is a trap.
+    """
 
     def command(as_json: bool, **kwargs: Any) -> None:
         import importlib
@@ -254,7 +308,13 @@ def _sheet_command(name: str, function: str, doc: str, *extra: Callable[..., Any
     command.__doc__ = doc
     decorated: Any = command
     for decorator in reversed(
-        (model_options, *((gpu_options,) if need_gpu else ()), workload_options, *extra, json_option)
+        (
+            model_options,
+            *((gpu_options_for(*figures),) if need_gpu else ()),
+            *(WORKLOAD[r] for r in reads),
+            *extra,
+            json_option,
+        )
     ):
         decorated = decorator(decorated)
     group = crossover if name.startswith("crossover ") else cli
@@ -292,29 +352,35 @@ _sheet_command(
     "FLOPs per token beyond the 2N rule: weights, attention at the context, the parameters that do no "
     "arithmetic, and the context where attention equals the weights.",
     need_gpu=False,
+    reads=("context",),
 )
 _sheet_command(
     "fit",
     "derive.derivations.costs.fit",
     "How many sequences of a context fit beside the weights on --count accelerators.",
     count_option,
+    figures=("memory",),
 )
 _sheet_command(
     "intensity",
     "derive.derivations.costs.intensity",
     "Decode arithmetic intensity per operation at --batch, the ridge point, and the flip batch.",
     batch_option,
+    figures=("bandwidth", "flops"),
 )
 _sheet_command(
     "crossover kv-weights",
     "derive.derivations.costs.crossover_kv_weights",
     "The context at which a batch's KV reads equal the weight reads, and the KV footprint there.",
     batch_option,
+    figures=("memory",),
 )
 _sheet_command(
     "crossover prefill",
     "derive.derivations.costs.crossover_prefill",
     "The prompt length at which prefill turns compute-bound (closed form).",
+    reads=("dtype", "kv_dtype"),
+    figures=("bandwidth", "flops"),
 )
 _sheet_command(
     "predict",
@@ -326,6 +392,7 @@ _sheet_command(
     prompt_option,
     output_option,
     floor_option,
+    reads=("dtype", "kv_dtype"),
 )
 _sheet_command(
     "compare",
@@ -341,6 +408,7 @@ _sheet_command(
     "MoE expert coverage at a decode batch: experts touched, parameters and bytes read per step.",
     batch_option,
     need_gpu=False,
+    reads=("dtype",),
 )
 _sheet_command(
     "energy",
@@ -348,6 +416,7 @@ _sheet_command(
     "Energy per output token from power and the roofline throughput, at batch 1 and the largest batch.",
     tp_option,
     batch_option,
+    figures=tuple(GPU_FIGURES),
 )
 _sheet_command(
     "shard",
@@ -357,6 +426,8 @@ _sheet_command(
     tp_option,
     tokens_option,
     link_option,
+    reads=("dtype",),
+    figures=("bandwidth", "flops"),
 )
 _sheet_command(
     "claim",
@@ -364,18 +435,20 @@ _sheet_command(
     "Sanity-check a claimed tokens/s per user against the bandwidth floor, and what would make it true.",
     tp_option,
     claim_option,
+    figures=("bandwidth", "memory"),
 )
 _sheet_command(
     "attention-memory",
     "derive.derivations.attention_memory.attention_memory",
     "Bytes naive attention writes for the full score matrix against a tiled (FlashAttention) kernel.",
     need_gpu=False,
+    reads=("context", "dtype"),
 )
 
 
 @cli.command()
 @model_options
-@gpu_options
+@gpu_options_for("bandwidth", "flops")
 @workload_options
 @tp_option
 @batch_option
@@ -386,8 +459,8 @@ _sheet_command(
 )
 @click.option(
     "--recompute",
-    type=click.FloatRange(0, 10),
-    default=0.0,
+    type=_Number(0, 10, zero=True),
+    default="0",
     help="Recomputed FLOPs as a fraction of the model's (activation checkpointing). Default: 0.",
 )
 @json_option
@@ -397,7 +470,7 @@ def utilisation(step_time: Any, recompute: float, as_json: bool, **kwargs: Any) 
 
     from derive.derivations.utilisation import utilisation as build
 
-    _emit(build(_setup(kwargs, need_gpu=True), step_time, sympy.Rational(str(recompute))), as_json)
+    _emit(build(_setup(kwargs, need_gpu=True), step_time, sympy.Rational(recompute)), as_json)
 
 
 @cli.command()
@@ -411,12 +484,17 @@ def measure(quick: bool, out: str | None, figure: str | None, as_json: bool) -> 
     from pathlib import Path
 
     from derive import measure as measuring
+    from derive import validate
 
+    out_file = validate.output_file(out) if out else None  # checked before a minute of measuring
+    if figure:
+        validate.output_file(figure, "--figure")
     plan = measuring.Plan.quick() if quick else measuring.Plan()
     result = measuring.run(plan, progress=lambda text: click.echo(f"  ... {text}", err=True))
     payload = json_module.dumps(result.as_dict(), indent=2) + "\n"
-    if out:
-        Path(out).write_text(payload, encoding="utf-8")
+    if out_file:
+        with validate.atomic(out_file) as stream:
+            stream.write(payload)  # type: ignore[attr-defined]
     if figure:
         measuring.draw(result, Path(figure).with_suffix(""))
     click.echo(payload if as_json else measuring.report(result), nl=False)
@@ -429,8 +507,9 @@ def simulate() -> None:
 
 @simulate.command(name="batching")
 @model_options
-@gpu_options
-@workload_options
+@gpu_options_for(*ROOFLINE)
+@dtype_option
+@kv_dtype_option
 @tp_option
 @click.option("--prompt", type=COUNT, default=128, show_default=True, help="Prompt tokens per request.")
 @click.option("--requests", type=COUNT, default=200, show_default=True, help="Requests to serve.")
@@ -440,8 +519,8 @@ def simulate() -> None:
 @click.option("--rate", type=_Quantity("1/second", "10 /s"), help="Poisson arrival rate. Default: --load of capacity.")
 @click.option(
     "--load",
-    type=click.FloatRange(0.01, 10),
-    default=0.8,
+    type=_Number(0.01, 10, zero=True),
+    default="0.8",
     show_default=True,
     help="Offered load as a fraction of what continuous batching serves (when --rate is not given).",
 )
@@ -471,9 +550,13 @@ def simulate_batching(
     **kwargs: Any,
 ) -> None:
     """Static, dynamic and continuous batching: throughput, time to first token, latency."""
+    from derive import measure as measuring
+    from derive import validate
     from derive.derivations.batching import Traffic, batching
     from derive.errors import DeriveError
 
+    if figure:
+        validate.output_file(figure, "--figure")
     low, sep, high = replies.partition(":")
     if not (sep and low.isdigit() and high.isdigit() and 1 <= int(low) <= int(high)):
         raise DeriveError(f"--replies '{replies}' is not MIN:MAX", "For example --replies 8:256")
@@ -483,23 +566,12 @@ def simulate_batching(
         shortest=int(low),
         longest=int(high),
         rate=float(rate) if rate is not None else None,
-        load=load,
+        load=float(load),
         all_at_once=arrivals == "all",
         max_wait=float(max_wait) if max_wait is not None else 0.05,
         seed=seed,
     )
-    measurement = None
-    if measured:
-        import json as json_module
-        from pathlib import Path
-
-        try:
-            measurement = json_module.loads(Path(measured).read_text(encoding="utf-8"))
-            measurement["phases"], measurement["machine"]  # noqa: B018  (the keys the simulation reads)
-        except (ValueError, KeyError, TypeError):
-            raise DeriveError(
-                f"'{measured}' is not a 'derive measure --out' result", "Write one with: derive measure --out FILE.json"
-            ) from None
+    measurement = measuring.load(measured) if measured else None
     sheet, outcomes = batching(_setup(kwargs, need_gpu=True), traffic, measurement)
     if figure:
         from pathlib import Path
@@ -523,12 +595,20 @@ def simulate_batching(
 @click.option("--tp", help="Tensor-parallel degrees: 1,2,4,8 or 1:8. Default: 1.")
 @click.option("--batch", help="Batches: a list or START:STOP[:STEP], inclusive. Default: 1.")
 @click.option("--context", help="Contexts (for formulas that use S). Default: 2048.")
+@click.option("--allow-long-context", is_flag=True, help="Sweep contexts beyond a config's position limit anyway.")
 @click.option("--prompt", help="Prompt tokens. Default: 2048.")
 @click.option("--output", help="Output tokens. Default: 256.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Write here (.csv or .jsonl); default: CSV to stdout.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def sweep(
-    target: str, models: str, gpus: str, dtypes: str, out: str | None, quiet: bool, **numeric: str | None
+    target: str,
+    models: str,
+    gpus: str,
+    dtypes: str,
+    out: str | None,
+    quiet: bool,
+    allow_long_context: bool,
+    **numeric: str | None,
 ) -> None:
     """Evaluate TARGET ('predict' or any formula name) over a grid, compiled once to numpy.
 
@@ -537,15 +617,24 @@ def sweep(
     import sys as system
 
     from derive import sweep as sweeping
+    from derive import validate
     from derive.catalog import load_gpu, load_model
+    from derive.errors import DeriveError
 
+    target_file = validate.output_file(out) if out else None
     categorical = {
         "model": sweeping.parse_axis("model", models),
         "gpu": sweeping.parse_axis("gpu", gpus),
         "dtype": sweeping.parse_axis("dtype", dtypes.lower()),
     }
+    contexts = sweeping.parse_axis("context", numeric["context"]) if numeric.get("context") else []
     for name in categorical["model"]:
-        load_model(name)
+        limit = load_model(name).config.max_context
+        if contexts and limit and max(contexts) > limit and not allow_long_context:
+            raise DeriveError(
+                f"--context {max(contexts):,} is beyond the {limit:,} positions of {name}'s config",
+                "Sweep shorter contexts, or pass --allow-long-context to size them anyway",
+            )
     for name in categorical["gpu"]:
         load_gpu(name)
     defaults = {"tp": 1, "batch": 1, "context": 2048, "prompt": 2048, "output": 256}
@@ -556,16 +645,19 @@ def sweep(
     )
     chosen = sweeping.predict_target() if target == "predict" else sweeping.formula_target(target)
     fmt = "jsonl" if out and out.endswith((".jsonl", ".json")) else "csv"
-    handle = open(out, "w", encoding="utf-8") if out else system.stdout  # noqa: SIM115
-    try:
+
+    def write(handle: Any) -> int:
         if quiet or grid.size < 100_000:
-            rows = sweeping.write(chosen, grid, handle, fmt)
-        else:
-            with click.progressbar(length=grid.size, label="sweeping", file=system.stderr) as bar:
-                rows = sweeping.write(chosen, grid, handle, fmt, bar.update)
-    finally:
-        if out:
-            handle.close()
+            return sweeping.write(chosen, grid, handle, fmt)
+        with click.progressbar(length=grid.size, label="sweeping", file=system.stderr) as bar:
+            return sweeping.write(chosen, grid, handle, fmt, bar.update)
+
+    if not out:
+        write(system.stdout)
+        return
+    # Written beside the target and renamed at the end: a sweep that fails leaves no header-only file.
+    with validate.atomic(target_file) as handle:
+        rows = write(handle)
     if out:
         click.echo(f"wrote {rows:,} rows to {out}", err=True)
 
@@ -622,7 +714,7 @@ def solve_command(equation: str, unknown: str, settings: tuple[str, ...], as_jso
     "settings",
     multiple=True,
     metavar="KEY=VALUE",
-    help="Change another input the question names: --set context=8192, --set tp=4.",
+    help="Change another input the question names: --set context=4096, --set tp=4.",
 )
 @click.option("--format", "fmt", type=click.Choice(["md", "tex", "json"]), default="md", show_default=True)
 @click.option("--out", type=click.Path(file_okay=False), help="Write ID.md, ID.tex and the figures into this folder.")
@@ -643,7 +735,7 @@ def answer(
     measure: bool,
 ) -> None:
     """A worked answer to one of the 25 questions, for its defaults or your model and accelerator."""
-    from derive import answers
+    from derive import answers, validate
     from derive.errors import DeriveError
 
     if list_questions or not question_id:
@@ -654,13 +746,14 @@ def answer(
     for text in settings:
         key, sep, value = text.partition("=")
         if not sep:
-            raise DeriveError(f"--set '{text}' is not key=value", "For example --set context=8192")
-        overrides[key.strip()] = int(value) if value.strip().isdigit() else value.strip()
+            raise DeriveError(f"--set '{text}' is not key=value", "For example --set context=4096")
+        key = key.strip()
+        counted = key in validate.COUNT_LIMITS
+        overrides[key] = validate.count(value, key, f"--set {key}") if counted else value.strip()
+    folder = validate.output_folder(out) if out else None
     sheet = answers.answer(question_id, overrides)
-    if out:
-        from pathlib import Path
-
-        for path in answers.write(sheet, Path(out)):
+    if folder:
+        for path in answers.write(sheet, folder):
             click.echo(str(path))
         return
     if fmt == "json":
@@ -677,11 +770,9 @@ def answer(
 @click.option("--out", type=click.Path(file_okay=False), required=True, help="The folder for the sheets.")
 def sheets(out: str) -> None:
     """Write every question's Markdown and LaTeX sheet, the figures and book.tex."""
-    from pathlib import Path
+    from derive import answers, validate
 
-    from derive import answers
-
-    written = answers.write_all(Path(out))
+    written = answers.write_all(validate.output_folder(out))
     click.echo(f"wrote {len(written)} files to {out}")
 
 

@@ -85,23 +85,21 @@ class Inputs(dict):  # type: ignore[type-arg]
         ):
             if values.get(key) is not None:
                 fields[key] = values[key]
-        return Setup(**fields)
+        setup = Setup(**fields)
+        # A context the user set (not the question's own) must fit the model's positions, as on the CLI.
+        return setup.check_context() if "context" in getattr(self, "given", ()) else setup
 
 
 def assumed(inputs: Mapping[str, Any], key: str, unit: str = "") -> sympy.Expr:
-    """A question's input ('5 us', '0.85', or an int from --set) as an exact value in base units."""
-    from derive.units import parse_quantity
+    """A question's input ('5 us', '0.85', or an int from --set) as an exact value in base units, validated."""
+    from derive import validate
 
     value = inputs[key]
     if isinstance(value, int) and not isinstance(value, bool):
         return sympy.Integer(value)
-    text = str(value).strip()
     if not unit:
-        try:
-            return sympy.Rational(text)
-        except (TypeError, ValueError, sympy.SympifyError):
-            raise DeriveError(f"--set {key}={text} is not a number", f"Give {key} a plain number") from None
-    return parse_quantity(text, unit, f"--set {key}")
+        return validate.number(value, key, f"--set {key}")
+    return validate.quantity(str(value).strip(), unit, f"--set {key}")
 
 
 @lru_cache(maxsize=1)
@@ -149,14 +147,17 @@ def answer(question_id: str, overrides: Mapping[str, Any] | None = None) -> Answ
         # The question's tensor-parallel degree was chosen for its own model: for another, the smallest
         # degree that holds the weights and one sequence (the rule every command uses).
         inputs["tp"] = None
-    return q.build(Inputs(inputs))
+    built = Inputs(inputs)
+    built.given = set(overrides)  # type: ignore[attr-defined]
+    return q.build(built)
 
 
 def write(answer: Answer, out: Path, figures_dir: str = "figures") -> list[Path]:
     """Write ID.md, ID.tex and the figures of one answer under `out`."""
     from derive.sheet_render import render
+    from derive.validate import atomic, make_folder, output_folder
 
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(output_folder(out))  # the folder itself, inside one that exists (never its parents)
     written = []
     for figure in answer.figures:
         stem = out / figures_dir / f"{answer.question.id}-{figure.name}"
@@ -164,7 +165,8 @@ def write(answer: Answer, out: Path, figures_dir: str = "figures") -> list[Path]
         written += [stem.with_suffix(".svg"), stem.with_suffix(".png")]
     for fmt in ("md", "tex"):
         path = out / f"{answer.question.id}.{fmt}"
-        path.write_text(render(answer, fmt, figures_dir), encoding="utf-8")
+        with atomic(path) as stream:
+            stream.write(render(answer, fmt, figures_dir))  # type: ignore[attr-defined]
         written.append(path)
     return written
 
@@ -172,11 +174,14 @@ def write(answer: Answer, out: Path, figures_dir: str = "figures") -> list[Path]
 def write_all(out: Path) -> list[Path]:
     """Every question at its defaults, and book.tex gathering them."""
     from derive.sheet_render import render_book
+    from derive.validate import atomic, output_folder
 
+    output_folder(out)
     answers = [answer(qid) for qid in questions()]
     written: list[Path] = []
     for item in answers:
         written += write(item, out)
     book = out / "book.tex"
-    book.write_text(render_book(answers), encoding="utf-8")
+    with atomic(book) as stream:
+        stream.write(render_book(answers))  # type: ignore[attr-defined]
     return written + [book]

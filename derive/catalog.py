@@ -171,6 +171,8 @@ def load_config_path(path: str | Path) -> Model:
         ) from None
     except OSError as exc:
         raise CatalogError(f"cannot read '{file}': {exc.strerror}", "Check the path and its permissions") from None
+    except RecursionError:
+        raise CatalogError(f"'{file}' nests too deeply to be a config.json", "Pass a real config.json") from None
     name = file.parent.name or file.stem
     config = read_architecture(raw, name)
     title = raw.get("_name_or_path") if isinstance(raw, dict) and isinstance(raw.get("_name_or_path"), str) else name

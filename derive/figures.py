@@ -34,7 +34,7 @@ def pyplot():  # type: ignore[no-untyped-def]
 
 def save(fig: Any, stem: Path) -> None:
     """Write stem.svg and stem.png without timestamps or version strings."""
-    stem.parent.mkdir(parents=True, exist_ok=True)
+    stem.parent.mkdir(exist_ok=True)  # a figures folder inside a checked output folder, never its parents
     fig.tight_layout()
     fig.savefig(stem.with_suffix(".svg"), format="svg", metadata={"Date": None, "Creator": None})
     fig.savefig(stem.with_suffix(".png"), format="png", dpi=150, metadata={"Software": None})

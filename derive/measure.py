@@ -84,6 +84,46 @@ class Measurement:
         return asdict(self)
 
 
+def load(path: str) -> dict[str, Any]:
+    """A 'derive measure --out' result, checked for what the simulation reads: one line of error otherwise."""
+    import json
+    import math
+    from pathlib import Path
+
+    from derive.errors import DeriveError
+
+    def bad(why: str) -> DeriveError:
+        return DeriveError(
+            f"'{path}' is not a 'derive measure --out' result ({why})", "Write one with: derive measure --out FILE.json"
+        )
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        raise bad("not readable JSON") from None
+    if not isinstance(data, dict):
+        raise bad("not a JSON object")
+    machine_, plan, phases = data.get("machine"), data.get("plan"), data.get("phases")
+    if not isinstance(machine_, dict) or not isinstance(plan, dict) or not isinstance(phases, list):
+        raise bad("it needs 'machine', 'plan' and 'phases'")
+
+    def positive(value: object) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+    for phase in phases:
+        if not (isinstance(phase, dict) and isinstance(phase.get("name"), str)):
+            raise bad("a phase without a name")
+        if not all(positive(phase.get(key)) for key in ("batch", "tokens", "seconds")):
+            raise bad(f"phase '{phase['name']}' needs a positive batch, tokens and seconds")
+    decodes = {p["batch"] for p in phases if p["name"].startswith("decode")}
+    if len(decodes) < 2 or not any(p["name"].startswith("prefill") for p in phases):
+        raise bad("it needs decode phases at two batches and a prefill phase")
+    machine_.setdefault("cpu", "an unnamed CPU")
+    machine_.setdefault("cores", "?")
+    plan.setdefault("model", "an unnamed model")
+    return data
+
+
 def machine() -> dict[str, Any]:
     cpu = platform.processor() or ""
     try:

@@ -38,7 +38,10 @@ class Solution:
 
     def positive(self, value_of: Callable[[sympy.Expr], sympy.Expr]) -> tuple[Solution, sympy.Expr | None]:
         """The root that is real and positive at the given values (a quadratic has two), and its value."""
-        for root in self.roots or (self.closed_form,):
+        # A piecewise equation solved at the problem's values holds only on its chosen piece: that root first,
+        # and the other pieces' roots never (they solve an equation that does not hold there).
+        candidates = (self.closed_form,) if self.regime.startswith("on the piece") else self.roots
+        for root in candidates or (self.closed_form,):
             value = value_of(root)
             if value.is_finite and value.is_real and value > 0:
                 return replace(self, closed_form=root), value

@@ -51,6 +51,9 @@ def parse_axis(name: str, text: str) -> list[Any]:
                     f"--{name} '{part}' is not an increasing range",
                     "Write START:STOP or START:STOP:STEP with STOP >= START and STEP >= 1",
                 )
+            from derive import validate
+
+            validate.count(stop, name)  # before the range is made: 1:10^14 would not fit in memory
             out.extend(range(start, stop + 1, step))
         elif part.strip().isdigit():
             out.append(int(part))
@@ -60,6 +63,9 @@ def parse_axis(name: str, text: str) -> list[Any]:
             )
     if any(v < 1 for v in out):
         raise DeriveError(f"--{name} must be at least 1", f"Fix --{name} '{text}'")
+    from derive import validate
+
+    validate.count(max(out), name)  # the sanity bound every command shares
     return out
 
 
@@ -188,9 +194,23 @@ class Grid:
         return count
 
 
+def check(grid: Grid) -> None:
+    """Refuse a grid some point of which no command would run (a --tp that splits a head), before any output."""
+    for name in grid.categorical["model"]:
+        heads = load_model(name).config.heads
+        bad = [tp for tp in grid.numeric.get("tp", [grid.defaults.get("tp", 1)]) if heads % tp]
+        if bad:
+            raise DeriveError(
+                f"--tp {bad[0]} does not divide the {heads} attention heads of {name}",
+                "Tensor parallelism splits whole heads: use divisors of the head count, such as "
+                + ",".join(str(d) for d in (1, 2, 4, 8, 16) if heads % d == 0),
+            )
+
+
 def evaluate_grid(target: Target, grid: Grid, chunk: int = CHUNK) -> Iterator[tuple[dict[str, str], dict[str, Any]]]:
     """Yield (labels, columns) chunk by chunk: columns hold the numeric axes, the outputs and 'fits'."""
     axes = tuple(grid.numeric)
+    check(grid)
     for model, gpu, dtype in itertools.product(*(grid.categorical[c] for c in CATEGORICAL)):
         compiled = compile_combination(target, model, gpu, dtype, axes, grid.defaults)
         for columns in evaluate_compiled(compiled, grid, chunk):
@@ -216,6 +236,7 @@ def evaluate_compiled(compiled: Compiled, grid: Grid, chunk: int = CHUNK) -> Ite
 
 def write(target: Target, grid: Grid, out: Any, fmt: str = "csv", progress: Callable[[int], None] | None = None) -> int:
     """Write every point of the grid to `out` (a text file) as CSV or JSON lines; returns the rows written."""
+    check(grid)
     import json
 
     axes = list(grid.numeric)

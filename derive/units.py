@@ -81,6 +81,8 @@ def parse_quantity(text: str, expected: str, option: str = "") -> sympy.Rational
             f"Write a number and a unit, for example '{_example(expected)}'",
         )
     number, unit_text = match.groups()
+    if unit_text and unit_text.startswith("/"):
+        unit_text = "1" + unit_text  # '10 /s' is ten per second
     value = sympy.Rational(number)
     if not unit_text:
         raise UnitError(

@@ -197,3 +197,15 @@ def test_formulas_lists_every_formula_with_unit(run):
     names = {r["name"] for r in rows}
     assert {"weight_bytes", "kv_bytes", "step_time", "ttft", "tpot", "gemm_intensity", "flops_per_token"} <= names
     assert all(r["source"] and r["latex"] for r in rows)
+
+
+def test_solve_with_a_quantity_on_one_side(run):
+    # "What batch gives TPOT = 20 ms": Llama 3 70B on 4 H100s is bandwidth-bound there, so the batch is the
+    # memory branch's: (20 ms x 4 x 3.35 TB/s - matrices) / (one sequence's cache + its embedding row), from the
+    # datasheet, the published count and the config (128,256 x 8,192 embedding, gathered by row).
+    out = results(run, "solve", "tpot = 20 ms", "--for", "batch", "--model", "llama3-70b", "--tp", "4")
+    matrices = (70_553_706_496 - 128_256 * 8_192) * 2
+    per_sequence = 2048 * 2 * 80 * 8 * 128 * 2 + 8_192 * 2
+    assert out["batch"]["value"] == pytest.approx((0.020 * 4 * 3.35e12 - matrices) / per_sequence)
+    left = results(run, "solve", "20 ms = tpot", "--for", "batch", "--model", "llama3-70b", "--tp", "4")
+    assert left["batch"]["value"] == pytest.approx(out["batch"]["value"])

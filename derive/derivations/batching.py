@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import sympy
 
 from derive.derivations.common import Setup, accelerator, decode_inputs, parallelism, start
-from derive.evaluate import over
+from derive.errors import DeriveError
+from derive.evaluate import evaluate, over
 from derive.sheet import Sheet
 from derive.simulate import POLICIES, Outcome, StepTimes, simulate, workload
 from derive.units import format_quantity
@@ -38,7 +39,18 @@ def step_times(setup: Setup, traffic: Traffic) -> tuple[Sheet, StepTimes]:
     work.values[sym.S] = sympy.Integer(setup.prompt) + mean_reply / 2
     work.values.pop(sym.kv_seq)
     work.compute(work.library.get("kv_bytes_per_sequence"))
-    parallelism(work, setup, gpu)
+    n = parallelism(work, setup, gpu)
+    # Every seat may hold a prompt and its longest reply: they must fit beside the weights.
+    at_end = {**work.values, sym.S: sympy.Integer(setup.prompt + traffic.longest)}
+    one_seat = evaluate(work.library.get("kv_bytes_per_sequence").expr, at_end, work.library)
+    needed = work.values[sym.W] + traffic.seats * one_seat
+    if needed > n * gpu.memory:
+        raise DeriveError(
+            f"{traffic.seats:,} seats of {setup.prompt:,}-token prompts and replies up to {traffic.longest:,} tokens "
+            f"need {format_quantity(needed, 'byte')} with the weights, more than the "
+            f"{format_quantity(n * gpu.memory, 'byte')} of {n} x {gpu.name}",
+            "Use fewer --seats, shorter --replies or a larger --tp",
+        )
     work.given(pf.S_p, setup.prompt, "--prompt")
     for eta in (pf.eta_bw, pf.eta_f):
         work.given(eta, 1, "a floor")

@@ -37,9 +37,16 @@ class Setup:
     vs: Gpu | None = None  # the accelerator to compare with (compare)
     claim: sympy.Rational | None = None  # claimed tokens/s per user (claim)
     floor: bool = False  # the roofline floor alone, no calibrated estimate (predict)
+    allow_long_context: bool = False  # a --context past the config's positions, sized anyway
     defaults: tuple[str, ...] = field(default=())  # options the user left to their defaults
 
     def __post_init__(self) -> None:
+        from derive import validate
+
+        for name in ("context", "batch", "tp", "count", "prompt", "output", "tokens"):
+            value = getattr(self, name)
+            if value is not None and isinstance(value, (int, str, float)):  # internal sympy values are derived
+                object.__setattr__(self, name, validate.count(value, name))
         heads = self.model.config.heads
         if self.tp is not None and heads % self.tp:
             raise DeriveError(
@@ -47,6 +54,18 @@ class Setup:
                 "Tensor parallelism splits whole heads: use a divisor of the head count, such as "
                 + ", ".join(str(d) for d in (1, 2, 4, 8, 16) if heads % d == 0),
             )
+
+    def check_context(self) -> Setup:
+        """Refuse a context the user gave past the config's positions, unless allow_long_context (the builders
+        of the CLI and the answers call this; the API leaves it to a note)."""
+        limit = self.model.config.max_context
+        given = isinstance(self.context, int) and "context" not in self.defaults
+        if limit and given and self.context > limit and not self.allow_long_context:
+            raise DeriveError(
+                f"--context {self.context:,} is beyond the {limit:,} positions of {self.model.name}'s config",
+                "Pass a shorter --context, or --allow-long-context to size it anyway",
+            )
+        return self
 
     @property
     def kv_format(self) -> str:

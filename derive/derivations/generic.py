@@ -11,13 +11,14 @@ import re
 
 import sympy
 
+from derive import validate
 from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, default_tp, model_library, start
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
 from derive.sheet import Sheet, Work
-from derive.symbols import Sym, all_symbols, by_key
-from derive.units import parse_quantity
+from derive.symbols import Sym, all_symbols, by_key, tagged
+from formulas import energy as en
 from formulas import notation as sym
 from formulas import prefill as pf
 
@@ -45,11 +46,8 @@ def parse_setting(text: str) -> tuple[Sym, sympy.Expr]:
     key, value = text.split("=", 1)
     target = symbol_for(key)
     if _NUMBER.match(value) and target.unit in _COUNT_UNITS:
-        number = sympy.Rational(value.strip())
-        if number <= 0:
-            raise DeriveError(f"--set {key}={value.strip()} must be positive", f"Give {key} a value above 0")
-        return target, number
-    return target, parse_quantity(value, target.unit, f"--set {key}")
+        return target, validate.number(value, key, f"--set {key}")
+    return target, validate.quantity(value, target.unit, f"--set {key}")
 
 
 def scenario(command: str, title: str, setup: Setup, settings: list[str]) -> Work:
@@ -69,9 +67,13 @@ def scenario(command: str, title: str, setup: Setup, settings: list[str]) -> Wor
         work.given(eta, 1, "a floor")
     gpu = setup.gpu
     if gpu is not None:
-        work.given(sym.BW, gpu.bandwidth, "datasheet")
-        work.given(sym.P, gpu.peak(setup.dtype)[0], "datasheet")
-        work.given(sym.M, gpu.memory, "datasheet")
+        for quantity, value, option in (
+            (sym.BW, gpu.bandwidth, "bandwidth"),
+            (sym.P, gpu.peak(setup.dtype)[0], "flops"),
+            (sym.M, gpu.memory, "memory"),
+            (en.P_acc, gpu.power, "power"),
+        ):
+            work.given(quantity, value, f"--{option}" if option in gpu.overridden else "datasheet")
     overrides = dict(parse_setting(text) for text in settings)
     for target, value in overrides.items():
         work.given(target, value, "--set")
@@ -95,12 +97,38 @@ def evaluate_formula(setup: Setup, name: str, settings: list[str]) -> Sheet:
     return work.sheet
 
 
+def _side(text: str, other: str) -> Sym | tuple[str, str]:
+    """A library quantity's name, or a number with a unit ('0.5 s') to be read in the other side's unit."""
+    if by_key(text.strip()) is not None or not _QUANTITY.match(text):
+        return symbol_for(text)
+    return (text.strip(), other.strip())
+
+
+_QUANTITY = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*\S")
+
+
 def solve_equation(setup: Setup, equation: str, unknown_key: str, settings: list[str]) -> Sheet:
     if equation.count("=") != 1:
-        raise DeriveError(f"'{equation}' is not an equation", "Write it as 'kv_bytes = weight_bytes'")
-    left, right = (symbol_for(side) for side in equation.split("="))
+        raise DeriveError(f"'{equation}' is not an equation", "Write it as 'kv_bytes = weight_bytes' or 'tpot = 20 ms'")
+    left_text, right_text = equation.split("=")
+    sides = [_side(left_text, right_text), _side(right_text, left_text)]
+    if all(isinstance(side, tuple) for side in sides):
+        raise DeriveError(f"'{equation}' names no quantity", "Write it as 'tpot = 20 ms'")
     unknown = symbol_for(unknown_key)
-    work = scenario("solve", f"{left.key} = {right.key}, solved for {unknown.key}", setup, settings)
+    named = [side for side in sides if isinstance(side, Sym)]
+    work = scenario("solve", f"{equation.strip()}, solved for {unknown.key}", setup, settings)
+    resolved: list[Sym] = []
+    for side in sides:
+        if isinstance(side, Sym):
+            resolved.append(side)
+            continue
+        text, _ = side
+        quantity = named[0]
+        # The number stands for a target value of the named quantity: its own symbol, in its unit.
+        target = tagged(quantity, "target", f"the value asked of {quantity.key}")
+        work.given(target, validate.quantity(text, quantity.unit or "", "the equation"), "the equation")
+        resolved.append(target)
+    left, right = resolved
     work.values.pop(unknown, None)
     solution = work.solve(left.symbol, right.symbol, unknown)
     solution, value = solution.positive(lambda root: evaluate(root, work.values, work.library))

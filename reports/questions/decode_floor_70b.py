@@ -6,7 +6,7 @@ from functools import partial
 import sympy
 
 from derive import figures
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, Inputs, Question, assumed
 from derive.catalog import dtype_bytes
 from derive.derivations.common import (
     accelerator,
@@ -18,7 +18,7 @@ from derive.derivations.common import (
 from derive.derivations.sharding import activation_format
 from derive.errors import DeriveError, FitError
 from derive.sheet import Figure, Prose, Quantity, Section
-from derive.units import format_quantity, parse_quantity
+from derive.units import format_quantity
 from formulas import calibrated as cal
 from formulas import notation as sym
 from formulas import prefill as pf
@@ -87,7 +87,7 @@ def _sheet(inputs: Inputs):  # type: ignore[no-untyped-def]
         work.given(cal.m_ar, 2, "Megatron tensor parallelism: one after attention, one after the MLP")
         work.given(sh.b_a, dtype_bytes(activation_format(setup)), activation_format(setup))
         work.given(sh.BW_link, gpu.link, gpu.link_note or "datasheet")
-        latency = parse_quantity(str(inputs["allreduce_latency"]), "second", "--set allreduce_latency")
+        latency = assumed(inputs, "allreduce_latency", "second")
         work.given(
             cal.alpha_ar,
             latency,

@@ -1,16 +1,15 @@
 """Seed 004, question 5: sanity-check a vendor's 1,000 tokens/s per user for a 70B model on one H200."""
 
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, Inputs, Question, assumed
 from derive.derivations.claim import claim
 from derive.derivations.common import model_library
 from derive.sheet import Prose, Quantity, Section, Work
-from derive.units import parse_quantity
 from formulas import claim as cl
 from formulas import notation as sym
 
 
 def _sheet(inputs: Inputs, **overrides):  # type: ignore[no-untyped-def]
-    rate = parse_quantity(str(inputs["claim"]), "token/second", "--set claim")
+    rate = assumed(inputs, "claim", "token/second")
     setup = inputs.setup(claim=rate, **overrides)
     sheet = claim(setup)
     work = Work(sheet, model_library(setup.model))

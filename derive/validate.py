@@ -1,0 +1,173 @@
+"""Validation in one place: every count, fraction, quantity and output path a user gives, before any work.
+
+The CLI's option types, `derive answer --set`, the questions' assumed inputs and the API all call
+these, so a value is refused the same way wherever it enters: finite, positive, whole where a count
+is whole, and within a sanity bound (stated in the message) that no real deployment reaches.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import sympy
+
+from derive.errors import DeriveError
+from derive.units import parse_quantity, to_base_factor, unit
+
+# The largest value each count may take: far beyond any deployment, small enough that the exact
+# arithmetic stays fast and no float overflows.
+COUNT_LIMITS: dict[str, int] = {
+    "batch": 10**7,
+    "context": 10**9,
+    "prompt": 10**9,
+    "output": 10**9,
+    "tokens": 10**9,
+    "tp": 4096,
+    "count": 4096,
+    "seats": 10**7,
+    "replies": 10**9,
+    "requests": 10**7,
+}
+DEFAULT_COUNT_LIMIT = 10**12
+
+# Sanity bounds by dimension, in base units: (smallest, largest, what they mean, a real figure).
+QUANTITY_BOUNDS: dict[str, tuple[float, float, str, str]] = {
+    "byte/second": (1e3, 1e16, "1 kB/s to 10 PB/s", "3.35 TB/s"),
+    "FLOP/second": (1e6, 1e20, "1 MFLOP/s to 100 EFLOP/s", "989 TFLOP/s"),
+    "byte": (1e3, 1e16, "1 kB to 10 PB", "80 GB"),
+    "watt": (1e-2, 1e7, "10 mW to 10 MW", "700 W"),
+    "second": (1e-15, 1e9, "1 fs to 30 years", "20 ms"),
+    "token/second": (1e-9, 1e12, "10^-9 to 10^12 token/s", "1000 token/s"),
+    "1/second": (1e-9, 1e12, "10^-9 to 10^12 per second", "10 /s"),
+}
+
+
+def _example(where: str, value: object) -> str:
+    return f"{where}={value}" if where.startswith("--set") else f"{where} {value}"
+
+
+def count(value: object, name: str, option: str = "") -> int:
+    """A whole number of at least 1 and at most the name's sanity bound ('1,024', '1_024' and 1e3 accepted)."""
+    where = option or f"--{name}"
+    limit = COUNT_LIMITS.get(name, DEFAULT_COUNT_LIMIT)
+    if isinstance(value, bool):
+        raise DeriveError(f"{where} must be a whole number, got {value}", f"For example {_example(where, 16)}")
+    if isinstance(value, int):
+        number = value
+    else:
+        text = str(value).replace(",", "").replace("_", "").strip()
+        try:
+            exact = sympy.Rational(text) if text else None
+        except (TypeError, ValueError, sympy.SympifyError):
+            exact = None
+        if exact is None or not exact.is_finite:
+            raise DeriveError(
+                f"{where} must be a whole number of at least 1, got '{value}'", f"For example {_example(where, 16)}"
+            )
+        if not exact.is_integer:
+            raise DeriveError(
+                f"{where} must be a whole number, got {value}", f"Round it: {_example(where, math.ceil(exact))}"
+            )
+        number = int(exact)
+    if number < 1:
+        raise DeriveError(
+            f"{where} must be a whole number of at least 1, got {number:,}", f"For example {_example(where, 16)}"
+        )
+    if number > limit:
+        raise DeriveError(
+            f"{where} {number:,} is above {limit:,}, this tool's sanity bound for {name}",
+            f"Give {name} at most {limit:,}",
+        )
+    return number
+
+
+def number(
+    value: object, name: str, option: str = "", low: float = 0, high: float | None = None, zero: bool = False
+) -> sympy.Rational:
+    """A finite plain number above `low` (or equal to it where `zero`), at most `high`, exact."""
+    where = option or f"--{name}"
+    try:
+        exact = sympy.Rational(str(value).strip())
+    except (TypeError, ValueError, sympy.SympifyError):
+        raise DeriveError(f"{where} must be a number, got '{value}'", f"For example {_example(where, 0.5)}") from None
+    above = exact >= low if zero else exact > low
+    if not exact.is_finite or not above or (high is not None and exact > high):
+        bound = f"{'at least' if zero else 'above'} {low:g}" + (f" and at most {high:g}" if high is not None else "")
+        raise DeriveError(f"{where} must be {bound}, got {value}", f"For example {_example(where, 0.5)}")
+    return exact
+
+
+def quantity(text: object, expected: str, option: str = "") -> sympy.Rational:
+    """'3.35 TB/s' as an exact value in base units, of the right dimension, within the dimension's sanity bound."""
+    value = parse_quantity(str(text), expected, option)
+    for bound_unit, (low, high, words, example) in QUANTITY_BOUNDS.items():
+        if unit(bound_unit).dimensionality != unit(expected).dimensionality:
+            continue
+        base = float(value) * float(to_base_factor(expected)) / float(to_base_factor(bound_unit))
+        if not (low <= base <= high):
+            where = f"{option} " if option else ""
+            raise DeriveError(
+                f"{where}'{text}' is outside {words}, this tool's sanity bound",
+                f"Give a real figure, for example '{example}'",
+            )
+    return value
+
+
+def output_file(path: str | Path, option: str = "--out") -> Path:
+    """A file to write: its folder must exist and be writable, and it must not be a folder itself."""
+    file = Path(path)
+    if file.is_dir():
+        raise DeriveError(f"{option} '{path}' is a folder, not a file", f"Give a file name, such as {file / 'out.csv'}")
+    _writable_folder(file.parent, option, path)
+    return file
+
+
+def output_folder(path: str | Path, option: str = "--out") -> Path:
+    """A folder to write into: it may be made, but only inside a folder that exists and is writable."""
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise DeriveError(f"{option} '{path}' is a file, not a folder", "Give a folder")
+    _writable_folder(folder if folder.exists() else folder.parent, option, path)
+    return folder
+
+
+def _writable_folder(folder: Path, option: str, path: str | Path) -> None:
+    folder = folder if str(folder) else Path(".")
+    if not folder.is_dir():
+        raise DeriveError(
+            f"{option} '{path}': the folder '{folder}' does not exist", f"Create it first: mkdir -p {folder}"
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise DeriveError(f"{option} '{path}': the folder '{folder}' is not writable", "Write somewhere else")
+
+
+def make_folder(folder: Path, option: str = "--out") -> Path:
+    """Create `folder` itself (its parent was checked), or say in one line why it cannot be."""
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise DeriveError(f"{option} '{folder}' cannot be created: {exc.strerror}", "Write somewhere else") from None
+    return folder
+
+
+@contextmanager
+def atomic(path: Path, mode: str = "w") -> Iterator[object]:
+    """Write to a temporary file beside `path` and rename it on success: a failed run leaves no partial file."""
+    try:
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    except OSError as exc:
+        raise DeriveError(f"'{path}' cannot be written: {exc.strerror}", "Write somewhere else") from None
+    try:
+        os.close(handle)
+        encoding = None if "b" in mode else "utf-8"
+        with open(temporary, mode, encoding=encoding, newline=None if "b" in mode else "") as stream:
+            yield stream
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,108 @@
+"""Every option a command offers changes its output or its validation: an ignored option is not offered."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.test_hardening import BASE, _leaf_commands
+
+# A value for each option that differs from its default, chosen to matter for the base run.
+VALUES = {
+    "--model": ["llama3-70b"],
+    "--gpu": ["h200"],
+    "--bandwidth": ["1 TB/s"],
+    "--flops": ["100 TFLOP/s"],
+    "--memory": ["100 MB"],
+    "--power": ["300 W"],
+    "--context": ["512"],
+    "--dtype": ["fp8"],
+    "--kv-dtype": ["fp8"],
+    "--tp": ["4"],
+    "--batch": ["8"],
+    "--prompt": ["512"],
+    "--output": ["64"],
+    "--floor": [],
+    "--json": [],
+    "--count": ["2"],
+    "--tokens": ["64"],
+    "--link": ["50 GB/s"],
+    "--claim": ["2000 token/s"],
+    "--vs": ["b200"],
+    "--step-time": ["30 ms"],
+    "--recompute": ["0.5"],
+    "--requests": ["7"],
+    "--seats": ["4"],
+    "--replies": ["8:64"],
+    "--arrivals": ["all"],
+    "--rate": ["5 /s"],
+    "--load": ["0.5"],
+    "--max-wait": ["1 ms"],
+    "--seed": ["1"],
+    "--measured": ["reports/data/measured-machine.json"],
+    "--set": ["batch=16"],
+    "--for": ["batch"],
+}
+# Options whose effect is elsewhere than stdout, or that need a base of their own.
+SEPARATE = {"--config", "--allow-long-context", "--out", "--figure", "--quiet", "--help", "--list", "--format"}
+SKIP_COMMANDS = {"measure", "sheets", "models", "gpus", "formulas", "check", "answer"}
+# For eval and solve, a formula that reads each accelerator option.
+FORMULA_FOR = {
+    "--gpu": "step_time",
+    "--bandwidth": "step_time",
+    "--flops": "compute_time",
+    "--tp": "step_time",
+    "--memory": "max_batch_by_memory",
+    "--power": "energy_per_token",
+    "--context": "step_time",
+}
+SOLVE_FOR = {
+    "--memory": ("max_batch_by_memory = 10 sequence", "context"),
+    "--power": ("energy_per_token = 1 J/token", "batch"),
+}
+
+
+def _cases():  # type: ignore[no-untyped-def]
+    for path, options in _leaf_commands():
+        name = " ".join(path)
+        if name in SKIP_COMMANDS:
+            continue
+        base = list(path) + BASE.get(name, ["--model", "llama3-8b"])
+        if name == "sweep":
+            base = ["sweep", "predict", "--model", "llama3-8b"]
+        if name == "shard":
+            base += ["--tp", "2"]
+        for option in sorted(o for o in options - SEPARATE if o.startswith("--")):
+            yield name, base, option
+
+
+CASES = list(_cases())
+
+
+@pytest.mark.parametrize(("name", "base", "option"), CASES, ids=[f"{n} {o}" for n, _, o in CASES])
+def test_option_changes_the_output(run, name, base, option):
+    if option == "--model" and "--model" in base:
+        args = [*base[: base.index("--model")], *base[base.index("--model") + 2 :], option, VALUES[option][0]]
+    elif option == "--for":
+        args = [a for a in base] + []
+        args[args.index("--for") + 1] = "batch"
+        args += ["--set", "context=4096"]
+    else:
+        args = [*base, option, *VALUES[option]]
+    if name in ("eval", "solve") and option in FORMULA_FOR:
+        # A generic command reads what its formula reads: try each option on a formula that reads it.
+        base = ["eval", FORMULA_FOR[option], "--model", "llama3-8b"]
+        if name == "solve":
+            equation, unknown = SOLVE_FOR.get(option, (f"{FORMULA_FOR[option]} = 1 s", "batch"))
+            base = ["solve", equation, "--for", unknown, "--model", "llama3-8b"]
+        args = [*base, option, *VALUES[option]]
+    before, after = run(*base), run(*args)
+    assert before.exit_code == 0, before.stderr
+    assert (after.exit_code, after.stdout) != (before.exit_code, before.stdout), f"{option} changed nothing"
+
+
+@pytest.mark.parametrize(("name", "options"), [(" ".join(p), o) for p, o in _leaf_commands() if "--context" in o])
+def test_allow_long_context_changes_the_validation(run, name, options):
+    base = name.split() + BASE.get(name, ["--model", "llama3-8b"]) + ["--context", "100000"]
+    refused, allowed = run(*base), run(*base, "--allow-long-context")
+    assert refused.exit_code == 2 and "positions" in refused.stderr
+    assert allowed.exit_code != 2 or "positions" not in allowed.stderr
