@@ -29,7 +29,8 @@ class _DeriveGroup(click.Group):
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
             message = exc.format_message().rstrip(".")
-            hint = f". Run '{exc.ctx.command_path} --help' for the options" if getattr(exc, "ctx", None) else ""
+            context = getattr(exc, "ctx", None)
+            hint = f". Run '{context.command_path} --help' for the options" if context else ""
             click.echo(f"derive: error: {message}{hint}", err=True)
             sys.exit(2)
         except DeriveError as exc:
@@ -79,6 +80,22 @@ class _Number(click.ParamType):
         return validate.number(value, param.name if param else "", opt, self.low, self.high, self.zero)
 
 
+class _PathText(click.ParamType):
+    """A path as typed: a file or folder the command checks itself (derive/validate.py), never a NUL byte."""
+
+    def __init__(self, metavar: str) -> None:
+        self.name = metavar.lower()
+        self.metavar = metavar
+
+    def get_metavar(self, *args: Any, **kwargs: Any) -> str:
+        return self.metavar
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> str:
+        from derive import validate
+
+        return validate.path_text(value, param.opts[0] if param else "")
+
+
 class _Quantity(click.ParamType):
     """A quantity with units, checked for dimension and sanity bounds ('3.35 TB/s')."""
 
@@ -110,7 +127,9 @@ def _options(*decorators: Callable[..., Any]) -> Callable[..., Any]:
 
 model_options = _options(
     click.option("--model", "-m", help="Catalog model name or alias (see 'derive models')."),
-    click.option("--config", "config_path", type=click.Path(), help="A local Hugging Face config.json, or its folder."),
+    click.option(
+        "--config", "config_path", type=_PathText("PATH"), help="A local Hugging Face config.json, or its folder."
+    ),
 )
 GPU_FIGURES = {
     "bandwidth": click.option(
@@ -475,8 +494,8 @@ def utilisation(step_time: Any, recompute: float, as_json: bool, **kwargs: Any) 
 
 @cli.command()
 @click.option("--quick", is_flag=True, help="Small sizes and two layers: a few seconds (for tests).")
-@click.option("--out", type=click.Path(dir_okay=False), help="Write the result as JSON to this file.")
-@click.option("--figure", type=click.Path(dir_okay=False), help="Write the roofline to this .svg (and .png).")
+@click.option("--out", type=_PathText("FILE"), help="Write the result as JSON to this file.")
+@click.option("--figure", type=_PathText("FILE"), help="Write the roofline to this .svg (and .png).")
 @json_option
 def measure(quick: bool, out: str | None, figure: str | None, as_json: bool) -> None:
     """Measure this machine's copy and matmul ceilings, then GPT-2's decode and prefill against them."""
@@ -530,10 +549,10 @@ def simulate() -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed: runs are reproducible.")
 @click.option(
     "--measured",
-    type=click.Path(exists=True, dir_okay=False),
+    type=_PathText("FILE"),
     help="Drive the steps by a 'derive measure --out' result instead of the roofline.",
 )
-@click.option("--figure", type=click.Path(dir_okay=False), help="Write a seat timeline to this .svg (and .png).")
+@click.option("--figure", type=_PathText("FILE"), help="Write a seat timeline to this .svg (and .png).")
 @json_option
 def simulate_batching(
     as_json: bool,
@@ -598,7 +617,7 @@ def simulate_batching(
 @click.option("--allow-long-context", is_flag=True, help="Sweep contexts beyond a config's position limit anyway.")
 @click.option("--prompt", help="Prompt tokens. Default: 2048.")
 @click.option("--output", help="Output tokens. Default: 256.")
-@click.option("--out", type=click.Path(dir_okay=False), help="Write here (.csv or .jsonl); default: CSV to stdout.")
+@click.option("--out", type=_PathText("FILE"), help="Write here (.csv or .jsonl); default: CSV to stdout.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def sweep(
     target: str,
@@ -627,7 +646,8 @@ def sweep(
         "gpu": sweeping.parse_axis("gpu", gpus),
         "dtype": sweeping.parse_axis("dtype", dtypes.lower()),
     }
-    contexts = sweeping.parse_axis("context", numeric["context"]) if numeric.get("context") else []
+    context_axis = numeric.get("context")
+    contexts = sweeping.parse_axis("context", context_axis) if context_axis else []
     for name in categorical["model"]:
         limit = load_model(name).config.max_context
         if contexts and limit and max(contexts) > limit and not allow_long_context:
@@ -652,7 +672,7 @@ def sweep(
         with click.progressbar(length=grid.size, label="sweeping", file=system.stderr) as bar:
             return sweeping.write(chosen, grid, handle, fmt, bar.update)
 
-    if not out:
+    if target_file is None:
         write(system.stdout)
         return
     # Written beside the target and renamed at the end: a sweep that fails leaves no header-only file.
@@ -717,7 +737,7 @@ def solve_command(equation: str, unknown: str, settings: tuple[str, ...], as_jso
     help="Change another input the question names: --set context=4096, --set tp=4.",
 )
 @click.option("--format", "fmt", type=click.Choice(["md", "tex", "json"]), default="md", show_default=True)
-@click.option("--out", type=click.Path(file_okay=False), help="Write ID.md, ID.tex and the figures into this folder.")
+@click.option("--out", type=_PathText("FOLDER"), help="Write ID.md, ID.tex and the figures into this folder.")
 @click.option(
     "--measure",
     is_flag=True,
@@ -767,12 +787,16 @@ def answer(
 
 
 @cli.command()
-@click.option("--out", type=click.Path(file_okay=False), required=True, help="The folder for the sheets.")
+@click.option("--out", type=_PathText("FOLDER"), required=True, help="The folder for the sheets.")
 def sheets(out: str) -> None:
     """Write every question's Markdown and LaTeX sheet, the figures and book.tex."""
     from derive import answers, validate
 
-    written = answers.write_all(validate.output_folder(out))
+    total = len(answers.questions())
+    done = iter(range(1, total + 1))
+    written = answers.write_all(
+        validate.output_folder(out), progress=lambda qid: click.echo(f"  ... {next(done)}/{total} {qid}", err=True)
+    )
     click.echo(f"wrote {len(written)} files to {out}")
 
 
@@ -795,12 +819,18 @@ def gpus(as_json: bool) -> None:
 
 
 @cli.command()
-def check() -> None:
+@json_option
+def check(as_json: bool) -> None:
     """Check every formula's units; exit non-zero if any fails."""
     from derive import checker
+    from derive.render import listing_json
 
     report, failures = checker.run()
-    click.echo(report, nl=False)
+    if as_json:
+        lines = report.splitlines()
+        click.echo(listing_json("check", "checks", lines[:-1], [lines[-1]]), nl=False)
+    else:
+        click.echo(report, nl=False)
     if failures:
         click.echo(f"derive: {failures} formula check(s) failed", err=True)
         sys.exit(1)

@@ -171,13 +171,16 @@ def write(answer: Answer, out: Path, figures_dir: str = "figures") -> list[Path]
     return written
 
 
-def write_all(out: Path) -> list[Path]:
-    """Every question at its defaults, and book.tex gathering them."""
+def write_all(out: Path, progress: Callable[[str], None] = lambda _: None) -> list[Path]:
+    """Every question at its defaults, and book.tex gathering them; `progress` hears each question's id."""
     from derive.sheet_render import render_book
-    from derive.validate import atomic, output_folder
+    from derive.validate import atomic, make_folder, output_folder
 
-    output_folder(out)
-    answers = [answer(qid) for qid in questions()]
+    make_folder(output_folder(out))  # before any question runs: an unwritable folder fails first
+    answers = []
+    for qid in questions():
+        progress(qid)
+        answers.append(answer(qid))
     written: list[Path] = []
     for item in answers:
         written += write(item, out)

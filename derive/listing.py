@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 from derive.catalog import _gpu_index, _model_index, gpu_names, load_gpu, load_model, model_names
 from derive.derivations.common import model_library
 from derive.evaluate import evaluate
+from derive.render import listing_json
 from derive.units import format_quantity
 from formulas import notation as sym
 
@@ -33,7 +32,7 @@ def models(as_json: bool = False) -> str:
             }
         )
     if as_json:
-        return json.dumps(rows, indent=2) + "\n"
+        return listing_json("models", "models", rows)
     keys = ("name", "family", "kind", "layers")
     widths = {key: max(len(key), *(len(str(r[key])) for r in rows)) for key in keys}
     head = "  ".join(f"{key:<{widths[key]}}" for key in keys)
@@ -66,7 +65,7 @@ def gpus(as_json: bool = False) -> str:
         def plain(v: object) -> object:
             return None if v is None else (v if isinstance(v, (str, list)) else float(v))  # type: ignore[arg-type]
 
-        return json.dumps([{k: plain(v) for k, v in r.items()} for r in rows], indent=2) + "\n"
+        return listing_json("gpus", "gpus", [{k: plain(v) for k, v in r.items()} for r in rows])
     lines = [
         f"{'name':<10} {'memory':>8} {'bandwidth':>10} {'bf16':>12} {'fp8':>12} {'power':>7} "
         f"{'link (1-way)':>13}  title"
@@ -104,7 +103,7 @@ def formulas(as_json: bool = False) -> str:
         for f in library()
     ]
     if as_json:
-        return json.dumps(rows, indent=2, ensure_ascii=False) + "\n"
+        return listing_json("formulas", "formulas", rows)
     width = max(len(r["name"]) for r in rows)
     lines = [
         f"{r['name']:<{width}}  [{r['unit'] or '1'}]  {r['symbolic']}\n{'':<{width}}  {r['meaning']}" for r in rows

@@ -171,19 +171,33 @@ def to_json(sheet: Sheet) -> str:
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
 
 
+def listing_json(command: str, name: str, rows: Any, notes: list[str] | None = None) -> str:
+    """A catalog or a report in the --json contract: one result holding the rows, no unit of its own."""
+    results = {name: {"value": rows, "unit": None, "symbolic": None, "latex": None}}
+    payload = {"command": command, "inputs": {}, "results": results, "notes": notes or []}
+    return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+
+
 def answer_json(answer: Any) -> str:
     """An answer as JSON: the question, its inputs, the headline results and each section's results."""
 
     def results_of(results: dict) -> dict:  # type: ignore[type-arg]
         return {
-            r.name: {"value": _json_value(r.value), "unit": base_unit_text(r.unit) if r.unit else None}
+            r.name: {
+                "value": _json_value(r.value),
+                "unit": base_unit_text(r.unit) if r.unit else None,
+                "symbolic": text(r.expr) if r.expr is not None else None,
+                "latex": latex(r.expr) if r.expr is not None else None,
+            }
             for r in results.values()
         }
 
     payload = {
-        "question": {"id": answer.question.id, "title": answer.question.title, "source": answer.question.source},
+        "command": "answer",
         "inputs": {k: answer.inputs[k] for k in answer.question.changeable if k in answer.inputs},
         "results": results_of(answer.results),
+        "notes": [note for s in answer.sections for note in s.sheet.notes],
+        "question": {"id": answer.question.id, "title": answer.question.title, "source": answer.question.source},
         "sections": {s.title: results_of(s.sheet.results) for s in answer.sections},
     }
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"

@@ -68,6 +68,15 @@ class Result:
     value: sympy.Expr | str | None
     expr: sympy.Expr | None = None
 
+    @property
+    def number(self) -> sympy.Expr:
+        """The value where it must be a number (a question's arithmetic on its own results)."""
+        if isinstance(self.value, (int, float)) and not isinstance(self.value, bool):
+            return sympy.sympify(self.value)
+        if not isinstance(self.value, sympy.Expr):
+            raise TypeError(f"result {self.name} is {self.value!r}, not a number")
+        return self.value
+
 
 @dataclass
 class Sheet:

@@ -118,6 +118,16 @@ def quantity(text: object, expected: str, option: str = "") -> sympy.Rational:
     return value
 
 
+def path_text(value: object, option: str = "") -> str:
+    """A path as typed: not empty, no NUL byte (the system would refuse it with an exception)."""
+    text = str(value)
+    if not text.strip() or "\x00" in text:
+        raise DeriveError(
+            f"{option} '{text.strip(chr(0))}' is not a path", f"Give a file name, for example {option} out.json"
+        )
+    return text
+
+
 def output_file(path: str | Path, option: str = "--out") -> Path:
     """A file to write: its folder must exist and be writable, and it must not be a folder itself."""
     file = Path(path)

@@ -75,3 +75,23 @@ def test_claim_needs_a_rate(run):
     result = run("claim", "--model", "llama70b", "--claim", "1000 GB/s")
     assert result.exit_code == 2
     assert "is a bandwidth (byte/second), not a token rate (token/second)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "name"),
+    [
+        (["models", "--json"], "models"),
+        (["gpus", "--json"], "gpus"),
+        (["formulas", "--json"], "formulas"),
+        (["check", "--json"], "checks"),
+        (["answer", "kv-sizing-13b", "--format", "json"], "max_sequences"),
+    ],
+)
+def test_catalogs_reports_and_answers_follow_the_contract(run, args, name):
+    result = run(*args)
+    assert result.exit_code == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert {"command", "inputs", "results", "notes"} <= set(payload)
+    assert name in payload["results"]
+    for value in payload["results"].values():
+        assert set(value) == {"value", "unit", "symbolic", "latex"}

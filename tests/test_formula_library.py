@@ -193,7 +193,7 @@ def test_solve_says_when_there_is_no_closed_form(run):
 
 def test_formulas_lists_every_formula_with_unit(run):
     out = run("formulas", "--json")
-    rows = json.loads(out.stdout)
+    rows = json.loads(out.stdout)["results"]["formulas"]["value"]
     names = {r["name"] for r in rows}
     assert {"weight_bytes", "kv_bytes", "step_time", "ttft", "tpot", "gemm_intensity", "flops_per_token"} <= names
     assert all(r["source"] and r["latex"] for r in rows)

@@ -60,6 +60,6 @@ def test_library_loads_every_formula_module():
 def test_formulas_and_check_list_the_same_library(run):
     import json
 
-    listed = json.loads(run("formulas", "--json").stdout)
+    listed = json.loads(run("formulas", "--json").stdout)["results"]["formulas"]["value"]
     report = run("check").stdout
     assert f"{len(listed)} library formulas" in report

@@ -34,7 +34,7 @@ def build(inputs: Inputs) -> Answer:
     curve = knee(setup)
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     a, b = one.results, many.results
-    t1, t8 = a["step_time"].value, b["step_time"].value
+    t1, t8 = a["step_time"].number, b["step_time"].number
     q = {
         "b1": Quantity(small, "sequence"),
         "b8": Quantity(big, "sequence"),
@@ -42,7 +42,7 @@ def build(inputs: Inputs) -> Answer:
         "t8": answer.headline("step_time_large", t8, "second"),
         "r1": answer.headline("throughput_small", a["throughput"].value, "token/second"),
         "r8": answer.headline("throughput_large", b["throughput"].value, "token/second"),
-        "gain": answer.headline("throughput_gain", b["throughput"].value / a["throughput"].value),
+        "gain": answer.headline("throughput_gain", b["throughput"].number / a["throughput"].number),
         "slow": answer.headline("per_user_slowdown", t8 / t1),
         "separate": Quantity(big * t1 / t8),
         "kv": answer.headline("kv_bytes_per_sequence", many.values[sym.kv_seq], "byte/sequence"),

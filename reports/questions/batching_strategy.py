@@ -107,7 +107,7 @@ def build(inputs: Inputs) -> Answer:
             "static_batch_longest_reply", r["static_batch_longest_reply"].value, "token/sequence"
         ),
         "util": answer.headline("static_seat_utilisation", r["static_seat_utilisation"].value),
-        "util_pct": Quantity(r["static_seat_utilisation"].value * 100),
+        "util_pct": Quantity(r["static_seat_utilisation"].number * 100),
         "static": answer.headline("static_throughput", r["static_batch_throughput"].value, "token/second"),
         "continuous": answer.headline("continuous_throughput", continuous, "token/second"),
         "wait": answer.headline("static_wait_time", r["static_wait_time"].value, "second"),

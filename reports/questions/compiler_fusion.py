@@ -57,17 +57,17 @@ def build(inputs: Inputs) -> Answer:
     pre = chain(setup, inputs, int(inputs["prompt"]), f"Elementwise chain at prefill, {int(inputs['prompt']):,} tokens")
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     d, p = dec.results, pre.results
-    floor = step.results["step_time"].value
+    floor = step.results["step_time"].number
     q = {
         "dec_unf": answer.headline("decode_unfused_bytes", d["unfused_chain_bytes"].value, "byte"),
         "dec_fus": answer.headline("decode_fused_bytes", d["fused_chain_bytes"].value, "byte"),
         "dec_launch": answer.headline("decode_launch_saving", d["fusion_launch_saving"].value, "second"),
         "dec_saved": answer.headline("decode_time_saved", d["fusion_time_saved"].value, "second"),
-        "dec_share": Quantity(100 * d["fusion_time_saved"].value / floor),
+        "dec_share": Quantity(100 * d["fusion_time_saved"].number / floor),
         "floor": answer.headline("decode_step_time", floor, "second"),
         "pre_unf": answer.headline("prefill_unfused_bytes", p["unfused_chain_bytes"].value, "byte"),
         "pre_fus": answer.headline("prefill_fused_bytes", p["fused_chain_bytes"].value, "byte"),
-        "pre_bytes_time": Quantity(p["unfused_chain_time"].value - p["fused_chain_time"].value, "second"),
+        "pre_bytes_time": Quantity(p["unfused_chain_time"].number - p["fused_chain_time"].number, "second"),
         "pre_saved": answer.headline("prefill_time_saved", p["fusion_time_saved"].value, "second"),
         "ew_i": answer.headline("elementwise_intensity", d["elementwise_intensity"].value, "FLOP/byte"),
         "ridge": Quantity(step.results["ridge_intensity"].value, "FLOP/byte"),

@@ -49,7 +49,7 @@ def build(inputs: Inputs) -> Answer:
         "step": answer.headline("training_step_time", r["training_step_time"].value, "second"),
         "load": answer.headline("batch_load_time", r["batch_load_time"].value, "second"),
         "idle": answer.headline("idle_fraction", r["idle_fraction"].value),
-        "idle_pct": Quantity(100 * r["idle_fraction"].value),
+        "idle_pct": Quantity(100 * r["idle_fraction"].number),
         "gpus": Quantity(inputs["gpus"]),
         "gpu": Quantity(setup.gpu.name),
         "model": Quantity(setup.model.title),

@@ -7,6 +7,7 @@ the weights (T tokens through them) on the roofline.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 
 import sympy
@@ -76,7 +77,7 @@ def draw_roofline(
 
 
 def roofline_figure(
-    setup: Setup, sheets: list[tuple[str, Sheet]], caption: str, extra: list[tuple[str, sympy.Expr]] = ()
+    setup: Setup, sheets: list[tuple[str, Sheet]], caption: str, extra: Sequence[tuple[str, sympy.Expr]] = ()
 ) -> Figure:  # type: ignore[assignment]
     """The roofline of the first sheet's P and BW, with each sheet's weight GEMM (and any extra point) placed."""
     first = sheets[0][1]

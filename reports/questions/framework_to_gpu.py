@@ -21,7 +21,7 @@ def _draw(labels, values, title, stem):  # type: ignore[no-untyped-def]
 def build(inputs: Inputs) -> Answer:
     setup = inputs.setup()
     step = decode_step(setup, inputs, f"The GPU's work in one decode step of {setup.model.title}")
-    floor = step.results["step_time"].value
+    floor = step.results["step_time"].number
     work = start("launches", f"Launching one decode step of {setup.model.title}: eager against a CUDA graph", setup)
     work.given(
         la.k_l,
@@ -43,7 +43,7 @@ def build(inputs: Inputs) -> Answer:
     sheet = work.sheet
     r = sheet.results
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
-    eager, graph = r["eager_step_time"].value, r["graph_step_time"].value
+    eager, graph = r["eager_step_time"].number, r["graph_step_time"].number
     q = {
         "kernels": answer.headline("kernels_per_step", r["kernels_per_step"].value),
         "launch": answer.headline("eager_launch_time", r["eager_launch_time"].value, "second"),
@@ -55,7 +55,7 @@ def build(inputs: Inputs) -> Answer:
         "model": Quantity(setup.model.title),
         "gpu": Quantity(setup.gpu.name if setup.gpu else ""),
     }
-    bound = "launch-bound" if r["eager_launch_time"].value > floor else "still GPU-bound"
+    bound = "launch-bound" if r["eager_launch_time"].number > floor else "still GPU-bound"
     answer.summary = Prose(
         "summary",
         "In eager PyTorch each op dispatches to a kernel (often cuBLAS or cuDNN) that the CPU launches "

@@ -24,6 +24,7 @@ from formulas import prefill as pf
 
 def _latency(setup: Setup) -> Sheet:
     """Batch-1 decode (bandwidth-bound) and one prompt pass (compute-bound) on setup.tp accelerators."""
+    assert setup.gpu is not None  # the question always names one
     work = start(
         "answer h100-to-b200", f"Batch 1 and one prompt of {setup.model.title} on {setup.tp} x {setup.gpu.title}", setup
     )
@@ -77,7 +78,7 @@ def _draw(sheets, setups, stem):  # type: ignore[no-untyped-def]
 def build(inputs: Inputs) -> Answer:
     setup = inputs.setup()
     ratios = costs.compare(setup)
-    tp = int(ratios.inputs["tp"])
+    tp = int(str(ratios.inputs["tp"]))
     old, new = replace(setup, tp=tp), replace(setup, gpu=setup.vs, tp=tp)
     old_latency, new_latency = _latency(old), _latency(new)
     old_knee, new_knee = knee(old), knee(new)

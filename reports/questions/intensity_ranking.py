@@ -48,13 +48,14 @@ def build(inputs: Inputs) -> Answer:
     v, r = sheet.values, sheet.results
     large = inputs.get("large_batch", 64)
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
+    answer.headline("elementwise_share", share)
     q = {
         "gemm": answer.headline("gemm_intensity", v[it.I_w], "FLOP/byte"),
         "attention": answer.headline("attention_intensity", v[it.I_att], "FLOP/byte"),
         "flip": answer.headline("flip_batch", r["flip_batch"].value, "sequence"),
         "ridge": answer.headline("ridge_intensity", v[it.I_ridge], "FLOP/byte"),
         "ew": answer.headline("elementwise_bytes", v[cal.X_ew], "byte"),
-        "share": Quantity(answer.headline("elementwise_share", share).value * 100),
+        "share": Quantity(share * 100),
         "batch": Quantity(v[sym.B]),
         "weights": Quantity(v[sym.W], "byte"),
         "gpu": Quantity(setup.gpu.name),

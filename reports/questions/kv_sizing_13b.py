@@ -15,7 +15,7 @@ def build(inputs: Inputs) -> Answer:
     fits = answer.headline("max_sequences", r["max_sequences"].value, "sequence")
     memory = Quantity(setup.gpu.memory * setup.count, "byte")
     q = {"weights": weights, "per_seq": per_seq, "memory": memory, "fits": fits}
-    if r["max_sequences"].value >= 1:
+    if r["max_sequences"].number >= 1:
         text = (
             "Weights plus one KV cache per conversation must fit. The weights take {weights}; each "
             "conversation's cache takes {per_seq}, so {memory} holds {fits} beside the weights. "

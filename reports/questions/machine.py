@@ -24,9 +24,16 @@ RECORDED = Path(__file__).resolve().parent.parent / "data" / "measured-machine.j
 def measurement(live: bool | str) -> dict[str, Any]:
     """The recorded result, or (live) a fresh full run; live='quick' runs the small plan the tests use."""
     if live:
+        import sys
+
         from derive import measure
 
-        return measure.run(measure.Plan.quick() if live == "quick" else measure.Plan()).as_dict()
+        plan = measure.Plan.quick() if live == "quick" else measure.Plan()
+
+        def progress(text: str) -> None:  # a live run takes half a minute: say what it is doing
+            print(f"  ... {text}", file=sys.stderr, flush=True)
+
+        return measure.run(plan, progress=progress).as_dict()
     return json.loads(RECORDED.read_text(encoding="utf-8"))
 
 

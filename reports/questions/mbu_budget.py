@@ -47,6 +47,7 @@ def buckets(work: Work, setup: Setup, inputs: Mapping[str, Any], allreduce: bool
             "assumed: small-message all-reduce latency on NVLink (--set allreduce_latency=...)",
         )
         work.given(sh.b_a, dtype_bytes("bf16"), "16-bit activations")
+        assert setup.gpu is not None  # the question always names one
         if setup.gpu.link is None and n > 1:
             raise DeriveError(f"{setup.gpu.name} has no interconnect in the catalog", "Use --tp 1 or another --gpu")
         work.given(sh.BW_link, setup.gpu.link or 1, setup.gpu.link_note or "datasheet, one way")

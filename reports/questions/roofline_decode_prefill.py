@@ -62,7 +62,7 @@ def build(inputs: Inputs) -> Answer:
         "{decode_i_n} FLOPs per byte, far left of the ridge at {ridge}; a prefill of {prompt} sits at {prefill_i}, "
         + (
             "right of it, where its FLOPs ({prefill_comp}) outlast its reads ({prefill_mem})."
-            if p["prefill_compute_time"].value > p["prefill_memory_time"].value
+            if p["prefill_compute_time"].number > p["prefill_memory_time"].number
             else "yet its reads ({prefill_mem}) still outlast its FLOPs ({prefill_comp}): a longer prompt is needed."
         ),
         q,

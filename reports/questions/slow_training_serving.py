@@ -34,9 +34,9 @@ def build(inputs: Inputs) -> Answer:
         "scores": answer.headline("naive_score_bytes", a["naive_score_bytes"].value, "byte/sequence"),
         "flash": answer.headline("flash_bytes", a["flash_bytes"].value, "byte/sequence"),
         "ratio": answer.headline("attention_traffic_ratio", a["traffic_ratio"].value),
-        "mbu_pct": Quantity(100 * u["mbu"].value),
-        "mfu_pct": Quantity(100 * u["mfu"].value),
-        "hfu_pct": Quantity(100 * u["hfu"].value),
+        "mbu_pct": Quantity(100 * u["mbu"].number),
+        "mfu_pct": Quantity(100 * u["mfu"].number),
+        "hfu_pct": Quantity(100 * u["hfu"].number),
         "gap": answer.headline("unexplained_time", u["unexplained_time"].value, "second"),
         "measured": Quantity(measured, "second"),
         "rc_pct": Quantity(100 * recompute),
@@ -92,8 +92,8 @@ def build(inputs: Inputs) -> Answer:
             "Roofline with decode and large matmuls, decode attention and an elementwise kernel placed at their "
             "intensities.",
             [
-                ("decode attention", d["attention_intensity"].value),
-                ("elementwise op", small.results["elementwise_intensity"].value),
+                ("decode attention", d["attention_intensity"].number),
+                ("elementwise op", small.results["elementwise_intensity"].number),
             ],
         )
     )
