@@ -65,6 +65,8 @@ def unit_of(expr: sympy.Basic) -> pint.Unit:
 
 
 def _agreeing(args: tuple[sympy.Basic, ...] | list[sympy.Basic], what: str) -> pint.Unit:
+    # An exact zero is a quantity of every dimension: Max(floor(...), 0) sequences is a count of sequences.
+    args = [arg for arg in args if not (arg.is_Number and arg == 0)] or list(args)
     units = [unit_of(arg) for arg in args]
     first = units[0]
     for arg, u in zip(args[1:], units[1:], strict=False):

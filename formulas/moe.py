@@ -7,7 +7,7 @@ weight traffic is therefore set by the union of the tokens' choices, not by k.
 
 from derive.formula import formula
 from derive.symbols import constant, define
-from formulas.notation import B, E, L_e, N, N_act, N_look, N_routed, S_p, k_e, tau
+from formulas.notation import B, E, L_e, N, N_act, N_look, N_routed, S_p, b_w, c_mac, k_e, tau
 from formulas.reads import N_read
 
 c_route = constant(
@@ -82,4 +82,19 @@ read_vs_active = formula(
     x_read,
     N_read.symbol / N_act.symbol,
     "At T_r = 1, E_t = k and N_read is the active count; the ratio shows what batching the experts costs.",
+)
+
+# What one touched expert's GEMMs see: the tokens routed to it, not the batch.
+I_x = define(
+    "expert_gemm_intensity",
+    "I_x",
+    "FLOP/byte",
+    r"I_{x}",
+    "intensity of a routed expert's GEMMs at decode: the tokens each touched expert serves",
+)
+expert_gemm_intensity = formula(
+    I_x,
+    c_mac.symbol * B.symbol * tau.symbol * k_e.symbol / (E_t.symbol * b_w.symbol),
+    "The step's B·tau tokens each pick k experts, spread over the E_t experts touched: each touched expert "
+    "reads its weights once for B·tau·k/E_t tokens (the GEMM intensity of formulas/intensity.py at that count).",
 )

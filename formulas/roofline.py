@@ -35,6 +35,6 @@ throughput = formula(R, B.symbol * tau.symbol / t_step.symbol, "Every sequence g
 
 max_batch_by_memory = formula(
     B_max,
-    sympy.floor((n.symbol * M.symbol - W.symbol) / kv_seq.symbol),
-    "Memory left after the weights, divided by one sequence's cache.",
+    sympy.Max(sympy.floor((n.symbol * M.symbol - W.symbol) / kv_seq.symbol), 0),
+    "Memory left after the weights, divided by one sequence's cache; none where the weights alone do not fit.",
 )

@@ -153,3 +153,20 @@ def test_the_tables_hold_at_least_250_bad_inputs():
     from tests.test_bad_inputs import COMMANDS, CONFIGS
 
     assert len(CASES) + len(NAMED) + len(COMMANDS) + len(CONFIGS) >= 250
+
+
+def test_a_model_that_does_not_fit_holds_no_sequences_never_a_negative_count(run):
+    # Issue 12: "B_max = -92 sequences" was shown before the 0 (Llama 3 70B's 141 GB on one 80 GB H100).
+    result = run("fit", "--model", "llama3-70b")
+    assert result.exit_code == 0 and "= -" not in result.stdout
+    assert "= 0 sequences" in result.stdout
+
+
+def test_a_given_rate_is_not_called_a_share_of_capacity(run):
+    result = run("simulate", "batching", "--model", "gpt2", "--requests", "5", "--rate", "5 /s")
+    assert "Poisson at 5 per second, seed" in result.stdout and "of continuous capacity" not in result.stdout
+
+
+def test_a_claim_needs_whole_users(run):
+    result = run("claim", "--model", "llama3-8b", "--gpu", "h200", "--claim", "100 token/s")
+    assert "needs at least 1 user at once" in result.stdout and "0.3" not in result.stdout.split("users")[0][-10:]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -165,3 +166,13 @@ def test_regression_experts_at_a_huge_batch_does_not_hang(run):
     result = run("experts", "--model", "deepseek-v3", "--batch", "10000000", "--json")
     assert result.exit_code == 0
     assert json.loads(result.stdout)["results"]["experts_touched"]["value"] == 256.0
+
+
+def test_intensity_counts_the_tokens_each_expert_sees(run):
+    # Issue 12: Mixtral at batch 32 was shown at 32 FLOP/B. Each of 32 tokens picks 2 of 8 experts (config):
+    # 64 picks over E_t = 8(1 - (6/8)^32) touched experts, 2 FLOPs per weight, 2 bytes a weight.
+    result = run("intensity", "--model", "mixtral-8x7b", "--batch", "32", "--json")
+    values = {k: v["value"] for k, v in json.loads(result.stdout)["results"].items()}
+    touched = 8 * (1 - (6 / 8) ** 32)
+    assert values["mlp_intensity"] == pytest.approx(2 * 32 * 2 / touched / 2)
+    assert values["qkv_intensity"] == 32

@@ -133,7 +133,8 @@ def batching(setup: Setup, traffic: Traffic, measurement: dict | None = None) ->
         + (
             "all at once"
             if rate is None
-            else f"Poisson at {rate:.3g} per second ({traffic.load:.0%} of continuous capacity)"
+            else f"Poisson at {rate:.3g} per second"
+            + ("" if traffic.rate else f" ({traffic.load:.0%} of continuous capacity)")
         )
         + f", seed {traffic.seed}"
     )

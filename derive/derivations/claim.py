@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import sympy
 
 from derive.derivations.common import (
@@ -99,7 +101,8 @@ def _aggregate(work: Work, setup: Setup, n: int) -> None:
     memory = evaluate(work.library.get("memory_time").expr, dict(values), work.library)
     compute = evaluate(work.library.get("compute_time").expr, dict(values), work.library)
     holds = evaluate(work.library.get("max_batch_by_memory").expr, dict(values), work.library)
-    line = f"read as aggregate throughput, the claim needs about {float(at):.3g} users at once"
+    users = math.ceil(float(at))  # a batch is whole sequences: the first whole batch at or past the claim
+    line = f"read as aggregate throughput, the claim needs at least {users:,} user{'s' if users > 1 else ''} at once"
     if compute > memory:
         line += "; there the step is compute-bound, so it needs more"
     if 1 <= holds < at:

@@ -96,6 +96,8 @@ def model_library(model: Model) -> Library:
 
 def start(command: str, title: str, setup: Setup) -> Work:
     work = Work(Sheet(command, title, setup.inputs()), model_library(setup.model))
+    # Every derivation says which inputs it took by default ("defaults used:"), in one place.
+    work.sheet.inputs["defaults"] = list(setup.defaults)
     for shape, value in setup.model.formulas.shapes.items():
         work.given(shape, value, "config")
     return work
@@ -253,6 +255,13 @@ def weight_reads(work: Work, setup: Setup, prefill: bool = False) -> sympy.Expr:
     return work.compute(work.library.get(pass_names[1]))
 
 
+def chose_default(work: Work, key: str) -> None:
+    """Record that the derivation chose `key` itself ("defaults used:" lists it)."""
+    defaults = work.sheet.inputs.setdefault("defaults", [])
+    if isinstance(defaults, list) and key not in defaults:
+        defaults.append(key)
+
+
 def parallelism(work: Work, setup: Setup, gpu: Gpu) -> int:
     """n: --tp, or the smallest power of two whose memory holds the weights and one sequence."""
     if setup.tp is not None:
@@ -260,6 +269,7 @@ def parallelism(work: Work, setup: Setup, gpu: Gpu) -> int:
         return setup.tp
     tp = default_tp(setup, work.values[sym.W], work.values[sym.kv_seq], gpu.memory)
     work.sheet.inputs["tp"] = tp
+    chose_default(work, "tp")
     work.given(sym.n, tp, "chosen: the smallest power of two whose memory holds the weights and one sequence")
     return tp
 

@@ -23,6 +23,7 @@ from derive.symbols import Sym
 from derive.units import format_quantity
 from formulas import flops as fl
 from formulas import intensity as it
+from formulas import moe
 from formulas import notation as sym
 from formulas import prefill as pf
 
@@ -94,8 +95,20 @@ def intensity(setup: Setup) -> Sheet:
     work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
     work.heading("Per operation")
     gemm = work.compute(work.library.get("gemm_intensity"))
-    for name in ("qkv_intensity", "mlp_intensity", "lm_head_intensity"):
+    for name in ("qkv_intensity", "lm_head_intensity") + (() if setup.model.config.is_moe else ("mlp_intensity",)):
         work.result(name, it.I_w, gemm, work.library.get("gemm_intensity").expr)
+    if setup.model.config.is_moe:
+        # A routed expert sees only the tokens routed to it: its GEMMs run at that count, not the batch.
+        work.given(sym.tau, 1, "no speculative decoding", inline=True)
+        for name in ("routed_tokens", "experts_touched"):
+            work.compute(work.library.get(name))
+        expert = work.compute(work.library.get("expert_gemm_intensity"))
+        work.result("mlp_intensity", moe.I_x, expert, work.library.get("expert_gemm_intensity").expr)
+        work.note(
+            f"the routed experts' GEMMs see {format_quantity(expert / gemm * setup.batch, '')} tokens each, "
+            f"not {setup.batch:,}: their intensity is {format_quantity(expert, 'FLOP/byte')}"
+            + (", and the shared experts' the batch's" if setup.model.config.shared_experts else "")
+        )
     attention = work.compute(work.library.get("attention_intensity"), "attention_intensity")
     ridge = work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
     flip = work.solve(it.I_w.symbol, it.I_att.symbol, sym.B)

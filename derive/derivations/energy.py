@@ -50,7 +50,6 @@ def decode_roofline(work: Work, setup: Setup) -> tuple[sympy.Expr, sympy.Expr]:
     work.heading("From the config")
     decode_inputs(work, setup)
     parallelism(work, setup, gpu)
-    work.sheet.inputs["defaults"] = list(setup.defaults) + (["tp"] if setup.tp is None else [])
     return work.values[sym.W], work.values[sym.kv_seq]
 
 

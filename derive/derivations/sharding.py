@@ -7,7 +7,7 @@ from dataclasses import replace
 import sympy
 
 from derive.catalog import Gpu, dtype_bytes
-from derive.derivations.common import Setup, default_tp, sizing_values, start
+from derive.derivations.common import Setup, chose_default, default_tp, sizing_values, start
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
 from derive.sheet import Sheet, Work
@@ -122,7 +122,7 @@ def _degree(work: Work, setup: Setup, gpu: Gpu) -> int:
     one_sequence = evaluate(sym.kv_seq.symbol, scratch, work.library)
     tp = default_tp(setup, weights, one_sequence, gpu.memory)
     work.sheet.inputs["tp"] = tp
-    work.sheet.inputs["defaults"] = list(setup.defaults) + ["tp"]
+    chose_default(work, "tp")
     work.given(sym.n, tp, "chosen: the smallest power of two whose memory holds the model and one sequence")
     return tp
 

@@ -13,10 +13,10 @@ from derive.catalog import Gpu
 from derive.derivations.common import (
     Setup,
     aggregates,
-    default_tp,
     fits_beside_weights,
     kv_values,
     model_notes,
+    parallelism,
     start,
     weight_format,
     weight_reads,
@@ -124,19 +124,12 @@ def knee(setup: Setup) -> Sheet:
         work.compute(count_formula)
 
     work.heading("Bytes and FLOPs per token")
-    weights = work.compute(work.library.get("weight_bytes"), "weight_bytes")
+    work.compute(work.library.get("weight_bytes"), "weight_bytes")
     work.compute(work.library.get("kv_bytes_per_token"))
-    one_sequence = work.compute(work.library.get("kv_bytes_per_sequence"))
+    work.compute(work.library.get("kv_bytes_per_sequence"))
     work.compute(work.library.get("weight_flops_per_token"))
 
-    tp = setup.tp
-    if tp is None:
-        tp = default_tp(setup, weights, one_sequence, gpu.memory)
-        work.sheet.inputs["tp"] = tp
-        work.given(sym.n, tp, "chosen: the smallest power of two whose memory holds the weights and one sequence")
-    else:
-        work.given(sym.n, tp, "--tp")
-    work.sheet.inputs["defaults"] = list(setup.defaults) + (["tp"] if setup.tp is None else [])
+    tp = parallelism(work, setup, gpu)
 
     work.heading("Step time against batch")
     memory_time, compute_time = work.library.get("memory_time").expr, work.library.get("compute_time").expr
