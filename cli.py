@@ -611,7 +611,9 @@ def simulate_batching(
 @click.option("--model", "-m", "models", required=True, help="Models, comma-separated: llama3-70b,llama3-8b.")
 @click.option("--gpu", "-g", "gpus", default="h100", show_default=True, help="Accelerators, comma-separated.")
 @click.option("--dtype", "dtypes", default="bf16", show_default=True, help="Weight dtypes, comma-separated.")
-@click.option("--tp", help="Tensor-parallel degrees: 1,2,4,8 or 1:8. Default: 1.")
+@click.option(
+    "--tp", help="Tensor-parallel degrees: 1,2,4,8 or 1:8. Default: the smallest power of two that fits, per model."
+)
 @click.option("--batch", help="Batches: a list or START:STOP[:STEP], inclusive. Default: 1.")
 @click.option("--context", help="Contexts (for formulas that use S). Default: 2048.")
 @click.option("--allow-long-context", is_flag=True, help="Sweep contexts beyond a config's position limit anyway.")
@@ -657,13 +659,21 @@ def sweep(
             )
     for name in categorical["gpu"]:
         load_gpu(name)
-    defaults = {"tp": 1, "batch": 1, "context": 2048, "prompt": 2048, "output": 256}
+    defaults = {"batch": 1, "context": 2048, "prompt": 2048, "output": 256}  # tp: the smallest that fits
     grid = sweeping.Grid(
         categorical,
         {axis: sweeping.parse_axis(axis, text) for axis, text in numeric.items() if text is not None},
         defaults,
     )
     chosen = sweeping.predict_target() if target == "predict" else sweeping.formula_target(target)
+    if "tp" not in grid.numeric and not quiet:
+        picks = ", ".join(
+            f"{m} on {g} ({d}): {sweeping.chosen_tp(m, g, d, defaults['context'])}"
+            for m in categorical["model"]
+            for g in categorical["gpu"]
+            for d in categorical["dtype"]
+        )
+        click.echo(f"derive: tp not given, the smallest power of two that fits: {picks}", err=True)
     fmt = "jsonl" if out and out.endswith((".jsonl", ".json")) else "csv"
 
     def write(handle: Any) -> int:

@@ -129,6 +129,7 @@ def _numeric(
             f"between 2^-20 and 2^60{(' ' + unknown.unit) if unknown.unit else ''}",
             "Check the inputs, or evaluate both sides with 'derive eval' over a range",
         )
+    bracket = f"[{float(low):.4g}, {float(high):.4g}]" + (f" {unknown.unit}" if unknown.unit else "")
     for _ in range(60):  # 60 halvings of a factor-2 bracket: about 18 significant digits
         middle = (low + high) / 2
         if sign_at(middle) == low_sign:
@@ -137,7 +138,14 @@ def _numeric(
             high = middle
     root = sympy.Float((low + high) / 2, 15)
     return Solution(
-        unknown, "solve", lhs, rhs, unknown, root, (root,), "no closed form: found numerically, by bisection"
+        unknown,
+        "solve",
+        lhs,
+        rhs,
+        unknown,
+        root,
+        (root,),
+        f"no closed form: found numerically, by bisection in {bracket}, where the two sides change order",
     )
 
 

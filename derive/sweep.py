@@ -135,14 +135,30 @@ def predictor_inputs(model: Model, gpu: Gpu, dtype: str, fitted: bool = True) ->
     return values, library
 
 
+def chosen_tp(model: str, gpu: str, dtype: str, context: int) -> int:
+    """The rule every command uses when --tp is not given: the smallest power of two that holds the weights and
+    one sequence of `context` tokens."""
+    from derive.derivations.common import Setup, default_tp
+
+    loaded, accelerator = load_model(model), load_gpu(gpu)
+    values, library = predictor_inputs(loaded, accelerator, dtype, fitted=False)
+    values[sym.S] = sympy.Integer(context)
+    weights = evaluate(sym.W.symbol, dict(values), library)
+    one_sequence = evaluate(sym.kv_seq.symbol, dict(values), library)
+    return default_tp(Setup(model=loaded, gpu=accelerator, dtype=dtype), weights, one_sequence, accelerator.memory)
+
+
 def compile_combination(
     target: Target, model: str, gpu: str, dtype: str, axes: Sequence[str], defaults: dict[str, int]
 ) -> Compiled:
-    values, library = predictor_inputs(load_model(model), load_gpu(gpu), dtype)
+    loaded, accelerator = load_model(model), load_gpu(gpu)
+    values, library = predictor_inputs(loaded, accelerator, dtype)
     swept = [AXES[a] for a in axes]
     for axis, value in defaults.items():  # numeric inputs held fixed
         if axis not in axes:
             values[AXES[axis]] = sympy.Integer(value)
+    if "tp" not in axes and "tp" not in defaults:
+        values[sym.n] = sympy.Integer(chosen_tp(model, gpu, dtype, defaults.get("context", 2048)))
     if target.name == "predict" and "context" not in axes:
         # Decode steps see the prompt plus, on average, half the output (as derive predict does).
         values.pop(sym.S, None)

@@ -63,7 +63,7 @@ def count(value: object, name: str, option: str = "") -> int:
         text = str(value).replace(",", "").replace("_", "").strip()
         try:
             exact = sympy.Rational(text) if text else None
-        except (TypeError, ValueError, sympy.SympifyError):
+        except (TypeError, ValueError, ZeroDivisionError, sympy.SympifyError):
             exact = None
         if exact is None or not exact.is_finite:
             raise DeriveError(
@@ -93,7 +93,7 @@ def number(
     where = option or f"--{name}"
     try:
         exact = sympy.Rational(str(value).strip())
-    except (TypeError, ValueError, sympy.SympifyError):
+    except (TypeError, ValueError, ZeroDivisionError, sympy.SympifyError):
         raise DeriveError(f"{where} must be a number, got '{value}'", f"For example {_example(where, 0.5)}") from None
     above = exact >= low if zero else exact > low
     if not exact.is_finite or not above or (high is not None and exact > high):

@@ -100,6 +100,9 @@ NAMED = {
         "beyond the 8,192 positions of llama3-8b",
     ),
     "sweep_tp_splits_heads": (["sweep", "predict", "--model", "llama3-8b", "--tp", "3"], "does not divide the 32"),
+    # Found by tests/test_command_fuzz.py: a fraction over zero was a ZeroDivisionError.
+    "batch_zero_over_zero": (["kv", "--model", "llama3-8b", "--batch", "0/0"], "must be a whole number"),
+    "set_fraction_over_zero": (["answer", "decode-floor-70b", "--set", "achieved_bandwidth=1/0"], "achieved_bandwidth"),
 }
 
 

@@ -27,17 +27,10 @@ from formulas import step_budget as sb
 
 
 def _fraction(value: object, key: str) -> sympy.Rational:
-    try:
-        fraction = sympy.Rational(str(value))
-    except (TypeError, ValueError, sympy.SympifyError):
-        raise DeriveError(
-            f"--set {key}={value} is not a number", f"Give a fraction of peak, e.g. --set {key}=0.8"
-        ) from None
-    if not 0 < fraction <= 1:
-        raise DeriveError(
-            f"--set {key}={value} is not a fraction of peak", f"Give a number in (0, 1], e.g. --set {key}=0.8"
-        )
-    return fraction
+    """A fraction of peak in (0, 1], through the shared validation."""
+    from derive import validate
+
+    return validate.number(value, key, f"--set {key}", low=0, high=1)
 
 
 def _sheet(inputs: Inputs):  # type: ignore[no-untyped-def]
