@@ -173,9 +173,13 @@ def load_config_path(path: str | Path) -> Model:
         raise CatalogError(f"cannot read '{file}': {exc.strerror}", "Check the path and its permissions") from None
     except RecursionError:
         raise CatalogError(f"'{file}' nests too deeply to be a config.json", "Pass a real config.json") from None
-    name = file.parent.name or file.stem
+    # The model's own name where the config records it (a Hugging Face download keeps _name_or_path), else
+    # the folder's: a config saved as ./tmp/config.json is not a model called "tmp".
+    recorded = raw.get("_name_or_path") if isinstance(raw, dict) else None
+    named = isinstance(recorded, str) and recorded.strip().rstrip("/")
+    name = recorded.strip().rstrip("/").split("/")[-1] if named else (file.parent.name or file.stem)  # type: ignore[union-attr]
     config = read_architecture(raw, name)
-    title = raw.get("_name_or_path") if isinstance(raw, dict) and isinstance(raw.get("_name_or_path"), str) else name
+    title = recorded if named else name
     return Model(name=name, title=str(title), config=config, source=str(file))
 
 

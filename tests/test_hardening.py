@@ -5,6 +5,7 @@ Every case exits 2 with one line on stderr and nothing on stdout (tests/test_bad
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,13 @@ def test_a_given_rate_is_not_called_a_share_of_capacity(run):
 def test_a_claim_needs_whole_users(run):
     result = run("claim", "--model", "llama3-8b", "--gpu", "h200", "--claim", "100 token/s")
     assert "needs at least 1 user at once" in result.stdout and "0.3" not in result.stdout.split("users")[0][-10:]
+
+
+def test_a_config_is_named_for_its_model_not_its_folder(run, tmp_path):
+    # Issue 12: titles and errors named the folder a config.json was saved in.
+    config = json.loads((Path(__file__).parent.parent / "formulas" / "models" / "llama3-8b.json").read_text())
+    config["_name_or_path"] = "meta-llama/Meta-Llama-3-8B"
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "tmp" / "config.json").write_text(json.dumps(config))
+    result = run("params", "--config", str(tmp_path / "tmp"), "--json")
+    assert json.loads(result.stdout)["inputs"]["model"] == "Meta-Llama-3-8B"
