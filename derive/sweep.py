@@ -12,6 +12,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -135,6 +136,7 @@ def predictor_inputs(model: Model, gpu: Gpu, dtype: str, fitted: bool = True) ->
     return values, library
 
 
+@cache  # the CLI states it and every compile of the combination uses it: work it out once
 def chosen_tp(model: str, gpu: str, dtype: str, context: int) -> int:
     """The rule every command uses when --tp is not given: the smallest power of two that holds the weights and
     one sequence of `context` tokens."""

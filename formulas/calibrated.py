@@ -185,6 +185,22 @@ _MEGATRON = (
 )
 
 
+def _split(amount: sympy.Expr, efficiency: Sym, rate: Sym) -> sympy.Expr:
+    """Time for `amount` shared by the n accelerators, each at `efficiency` of its peak `rate`."""
+    return amount / (n.symbol * efficiency.symbol * rate.symbol)
+
+
+def _elementwise(tokens: sympy.Expr) -> sympy.Expr:
+    """Bytes the unfused passes of every layer move for `tokens` d-wide activations (read and write)."""
+    return 2 * L.symbol * m_ew.symbol * tokens * v_d.symbol * b_a.symbol
+
+
+def _narrow(width: Sym, expert_bytes: Sym, tokens: sympy.Expr) -> sympy.Expr:
+    """The extra w_0/w_x of the routed experts' roofline time (streaming or computing, whichever is longer)."""
+    roofline = sympy.Max(expert_bytes.symbol / (n.symbol * BW.symbol), tokens * F_x.symbol / (n.symbol * P.symbol))
+    return width.symbol / w_x.symbol * roofline
+
+
 def _allreduce(tokens: sympy.Expr, latency: Sym, efficiency: Sym) -> sympy.Expr:
     """Two all-reduces a layer of `tokens` d-wide activations; none on one accelerator."""
     wire = 2 * (n.symbol - 1) / n.symbol * tokens * v_d.symbol * b_a.symbol / (efficiency.symbol * BW_link.symbol)
@@ -200,28 +216,28 @@ step_fixed_time = formula(
 decode_allreduce_time = formula(t_ar, _allreduce(B.symbol * tau.symbol, alpha_ar, eta_link), _MEGATRON)
 weight_read_time = formula(
     t_W,
-    W_read.symbol / (n.symbol * eta_w.symbol * BW.symbol),
+    _split(W_read.symbol, eta_w, BW),
     "A step streams every weight it multiplies through once, split over n accelerators, at a fraction of the "
     "peak bandwidth (scaling-book, 'All About Transformer Inference').",
 )
 decode_gemm_time = formula(
     t_G,
-    B.symbol * tau.symbol * F.symbol / (n.symbol * eta_g.symbol * P.symbol),
+    _split(B.symbol * tau.symbol * F.symbol, eta_g, P),
     "The step's B·tau tokens through the weights, at a fraction of the peak FLOP/s.",
 )
 kv_read_time = formula(
     t_K,
-    kv_total.symbol / (n.symbol * eta_kv.symbol * BW.symbol),
+    _split(kv_total.symbol, eta_kv, BW),
     "Each step reads every cached token of every sequence once, split over n accelerators.",
 )
 decode_attention_compute_time = formula(
     t_A,
-    B.symbol * tau.symbol * F_att.symbol / (n.symbol * eta_a.symbol * P.symbol),
+    _split(B.symbol * tau.symbol * F_att.symbol, eta_a, P),
     "Each new token attends over its cached context.",
 )
 elementwise_bytes = formula(
     X_ew,
-    2 * L.symbol * m_ew.symbol * B.symbol * tau.symbol * v_d.symbol * b_a.symbol,
+    _elementwise(B.symbol * tau.symbol),
     "Each unfused pass reads and writes the d-wide activation of every token once.",
 )
 elementwise_time = formula(
@@ -241,16 +257,12 @@ no_routed_flops = formula(F_x, sympy.Integer(0), "A dense model has no routed ex
 mlp_shard_width = formula(w_x, d_ff.symbol / n.symbol, "Tensor parallelism splits the MLP's intermediate n ways.")
 narrow_expert_time = formula(
     t_N,
-    w_0.symbol
-    / w_x.symbol
-    * sympy.Max(W_x.symbol / (n.symbol * BW.symbol), B.symbol * tau.symbol * F_x.symbol / (n.symbol * P.symbol)),
+    _narrow(w_0, W_x, B.symbol * tau.symbol),
     _NARROW,
 )
 prefill_narrow_expert_time = formula(
     t_Np,
-    w_0p.symbol
-    / w_x.symbol
-    * sympy.Max(W_xp.symbol / (n.symbol * BW.symbol), B.symbol * S_p.symbol * F_x.symbol / (n.symbol * P.symbol)),
+    _narrow(w_0p, W_xp, B.symbol * S_p.symbol),
     _NARROW,
 )
 calibrated_step_time = formula(
@@ -271,27 +283,27 @@ prefill_fixed_time = formula(
 )
 prefill_weight_time = formula(
     t_Wp,
-    W_pre.symbol / (n.symbol * eta_w.symbol * BW.symbol),
+    _split(W_pre.symbol, eta_w, BW),
     "The prompt pass streams every weight it multiplies through once.",
 )
 prefill_gemm_time = formula(
     t_Gp,
-    B.symbol * S_p.symbol * F.symbol / (n.symbol * eta_p.symbol * P.symbol),
+    _split(B.symbol * S_p.symbol * F.symbol, eta_p, P),
     "Every prompt token through the weights, at the large-GEMM fraction of the peak FLOP/s.",
 )
 prefill_kv_write_time = formula(
     t_Kp,
-    B.symbol * K_pr.symbol / (n.symbol * eta_kv.symbol * BW.symbol),
+    _split(B.symbol * K_pr.symbol, eta_kv, BW),
     "The prompt pass writes each prompt token's KV once.",
 )
 prefill_attention_time = formula(
     t_Ap,
-    B.symbol * S_p.symbol * F_pre.symbol / (n.symbol * eta_a.symbol * P.symbol),
+    _split(B.symbol * S_p.symbol * F_pre.symbol, eta_a, P),
     "Causal attention over the prompt (FlashAttention's FLOP count), at a fraction of the peak.",
 )
 prefill_elementwise_bytes = formula(
     X_ewp,
-    2 * L.symbol * m_ew.symbol * B.symbol * S_p.symbol * v_d.symbol * b_a.symbol,
+    _elementwise(B.symbol * S_p.symbol),
     "Each unfused pass reads and writes the d-wide activation of every prompt token once.",
 )
 prefill_elementwise_time = formula(t_ewp, X_ewp.symbol / BW.symbol, "Replicated on every accelerator, as at decode.")

@@ -89,94 +89,23 @@ QUANT = {
     "comm_quant_mode": "half",
 }
 
-# Published HF config.json fields for models whose config aiconfigurator 0.12
-# does not ship (it would download them from the Hub; this script runs offline).
-EMBEDDED_CONFIGS = {
-    "meta-llama/Llama-2-7b-hf": {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "hidden_act": "silu",
-        "hidden_size": 4096,
-        "intermediate_size": 11008,
-        "num_hidden_layers": 32,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 32,
-        "vocab_size": 32000,
-        "max_position_embeddings": 4096,
-        "rms_norm_eps": 1e-05,
-        "rope_scaling": None,
-        "tie_word_embeddings": False,
-        "torch_dtype": "float16",
-    },
-    "meta-llama/Llama-2-13b-hf": {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "hidden_act": "silu",
-        "hidden_size": 5120,
-        "intermediate_size": 13824,
-        "num_hidden_layers": 40,
-        "num_attention_heads": 40,
-        "num_key_value_heads": 40,
-        "vocab_size": 32000,
-        "max_position_embeddings": 4096,
-        "rms_norm_eps": 1e-05,
-        "rope_scaling": None,
-        "tie_word_embeddings": False,
-        "torch_dtype": "float16",
-    },
-    "meta-llama/Llama-2-70b-hf": {
-        "architectures": ["LlamaForCausalLM"],
-        "model_type": "llama",
-        "hidden_act": "silu",
-        "hidden_size": 8192,
-        "intermediate_size": 28672,
-        "num_hidden_layers": 80,
-        "num_attention_heads": 64,
-        "num_key_value_heads": 8,
-        "vocab_size": 32000,
-        "max_position_embeddings": 4096,
-        "rms_norm_eps": 1e-05,
-        "rope_scaling": None,
-        "tie_word_embeddings": False,
-        "torch_dtype": "float16",
-    },
-    "mistralai/Mistral-7B-v0.1": {
-        "architectures": ["MistralForCausalLM"],
-        "model_type": "mistral",
-        "hidden_act": "silu",
-        "hidden_size": 4096,
-        "intermediate_size": 14336,
-        "num_hidden_layers": 32,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "vocab_size": 32000,
-        "max_position_embeddings": 32768,
-        "rms_norm_eps": 1e-05,
-        "rope_theta": 10000.0,
-        "sliding_window": 4096,
-        "tie_word_embeddings": False,
-        "torch_dtype": "bfloat16",
-    },
-    "Qwen/Qwen2.5-7B": {
-        "architectures": ["Qwen2ForCausalLM"],
-        "model_type": "qwen2",
-        "hidden_act": "silu",
-        "hidden_size": 3584,
-        "intermediate_size": 18944,
-        "num_hidden_layers": 28,
-        "num_attention_heads": 28,
-        "num_key_value_heads": 4,
-        "vocab_size": 152064,
-        "max_position_embeddings": 131072,
-        "max_window_layers": 28,
-        "rms_norm_eps": 1e-06,
-        "rope_theta": 1000000.0,
-        "sliding_window": 131072,
-        "use_sliding_window": False,
-        "tie_word_embeddings": False,
-        "torch_dtype": "bfloat16",
-    },
+# Models whose config aiconfigurator 0.12 does not ship (it would download them from the Hub; this
+# script runs offline): the project already holds their published Hugging Face config.json files.
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROJECT_CONFIGS = {
+    "meta-llama/Llama-2-7b-hf": os.path.join(_ROOT, "formulas", "models", "llama2-7b.json"),
+    "meta-llama/Llama-2-13b-hf": os.path.join(_ROOT, "formulas", "models", "llama2-13b.json"),
+    "meta-llama/Llama-2-70b-hf": os.path.join(_ROOT, "formulas", "models", "llama2-70b.json"),
+    "mistralai/Mistral-7B-v0.1": os.path.join(_ROOT, "formulas", "models", "mistral-7b.json"),
+    "Qwen/Qwen2.5-7B": os.path.join(_ROOT, "benchmarks", "data", "configs", "qwen2.5-7b", "config.json"),
 }
+
+
+def project_config(hf_id: str) -> dict:
+    """The published config.json the project holds for `hf_id`, without the project's own `_source` note."""
+    with open(PROJECT_CONFIGS[hf_id]) as f:
+        return {k: v for k, v in json.load(f).items() if not k.startswith("_")}
+
 
 MEANING = {
     "system": "aiconfigurator system name (one GPU type; tp GPUs of it in one NVLink node)",
@@ -253,13 +182,13 @@ def resolve_model_path(hf_id: str, tmp_root: str, aic_common, core_dir: str):
         os.makedirs(target, exist_ok=True)
         shutil.copyfile(bundled, os.path.join(target, "config.json"))
         return target, "aiconfigurator model_configs/ file (shipped but not in DefaultHFModels), loaded as a local dir"
-    if hf_id in EMBEDDED_CONFIGS:
+    if hf_id in PROJECT_CONFIGS:
         os.makedirs(target, exist_ok=True)
         with open(os.path.join(target, "config.json"), "w") as f:
-            json.dump(dict(EMBEDDED_CONFIGS[hf_id], _name_or_path=hf_id), f)
+            json.dump(dict(project_config(hf_id), _name_or_path=hf_id), f)
         return target, (
-            "published HF config.json fields embedded in this script (not shipped by aiconfigurator), "
-            "loaded as a local dir"
+            "the published HF config.json the project holds (formulas/models, benchmarks/data/configs; not "
+            "shipped by aiconfigurator), loaded as a local dir"
         )
     return None, "no config available offline"
 

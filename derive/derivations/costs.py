@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import sympy
 
+from derive.catalog import Gpu
 from derive.derivations.calibrated import calibration_inputs, calibration_notes
 from derive.derivations.common import (
     Setup,
@@ -237,6 +238,7 @@ def predict(setup: Setup) -> Sheet:
     ]
     gpu = accelerator(work, setup)
     parallelism(work, setup, gpu)
+    _check_fits(work, setup, gpu)
     work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
     work.given(pf.S_p, setup.prompt, "--prompt")
     work.given(pf.S_o, setup.output, "--output")
@@ -250,10 +252,7 @@ def predict(setup: Setup) -> Sheet:
         work.compute(work.library.get(name))
     work.compute(work.library.get("ttft"), "ttft_floor")
     if fit:
-        work.heading("Prefill, calibrated")
-        for name in _PREFILL_TERMS + (("prefill_narrow_expert_time",) if model.config.is_moe else ()):
-            work.compute(work.library.get(name), name)
-        work.compute(work.library.get("calibrated_ttft"), "ttft")
+        _calibrated(work, "Prefill, calibrated", _PREFILL_TERMS, model.config.is_moe, (("calibrated_ttft", "ttft"),))
     work.heading("Decode (at the mean context, prompt plus half the output)")
     weight_reads(work, setup)
     for name in ("kv_bytes", "memory_time", "compute_time", "step_time"):
@@ -262,12 +261,25 @@ def predict(setup: Setup) -> Sheet:
     work.compute(work.library.get("decode_throughput"), "throughput_floor")
     work.compute(work.library.get("e2e_latency"), "e2e_latency_floor")
     if fit:
-        work.heading("Decode, calibrated")
-        for name in _DECODE_TERMS + (("narrow_expert_time",) if model.config.is_moe else ()):
-            work.compute(work.library.get(name), name)
-        work.compute(work.library.get("calibrated_step_time"), "tpot")
-        work.compute(work.library.get("calibrated_throughput"), "throughput")
-        work.compute(work.library.get("calibrated_e2e_latency"), "e2e_latency")
+        totals = (
+            ("calibrated_step_time", "tpot"),
+            ("calibrated_throughput", "throughput"),
+            ("calibrated_e2e_latency", "e2e_latency"),
+        )
+        _calibrated(work, "Decode, calibrated", _DECODE_TERMS, model.config.is_moe, totals)
+    work.note(
+        "the floor: peak bandwidth and FLOP/s, no kernel launch, scheduling, sampling or communication time; "
+        "no real server is faster"
+    )
+    if fit:
+        calibration_notes(work, fit)
+    model_notes(work, setup)
+    return work.sheet
+
+
+def _check_fits(work: Work, setup: Setup, gpu: Gpu) -> None:
+    """Refuse, before any derivation, a batch whose weights and cache at the end of its output do not fit."""
+    model = setup.model
     memory = work.values[sym.n] * gpu.memory
     # The batch's cache at the end of its output, as the sweep's fit check counts it.
     at_end = {**work.values, sym.S: sympy.Integer(setup.prompt + setup.output)}
@@ -279,14 +291,18 @@ def predict(setup: Setup) -> Sheet:
             f"more than the {format_quantity(memory, 'byte')} of {work.values[sym.n]} x {gpu.name}",
             "Use a larger --tp, a smaller --batch or a shorter --prompt/--output",
         )
-    work.note(
-        "the floor: peak bandwidth and FLOP/s, no kernel launch, scheduling, sampling or communication time; "
-        "no real server is faster"
-    )
-    if fit:
-        calibration_notes(work, fit)
-    model_notes(work, setup)
-    return work.sheet
+
+
+def _calibrated(
+    work: Work, heading: str, terms: tuple[str, ...], moe: bool, totals: tuple[tuple[str, str], ...]
+) -> None:
+    """The calibrated estimate's terms (the narrow-expert one only for a MoE model), then its totals."""
+    work.heading(heading)
+    for name in terms:
+        if moe or "narrow_expert" not in name:
+            work.compute(work.library.get(name), name)
+    for name, result in totals:
+        work.compute(work.library.get(name), result)
 
 
 _PREFILL_TERMS = (
@@ -298,6 +314,7 @@ _PREFILL_TERMS = (
     "prefill_attention_time",
     "prefill_elementwise_bytes",
     "prefill_elementwise_time",
+    "prefill_narrow_expert_time",
 )
 _DECODE_TERMS = (
     "step_fixed_time",
@@ -308,6 +325,7 @@ _DECODE_TERMS = (
     "decode_attention_compute_time",
     "decode_elementwise_bytes",
     "elementwise_time",
+    "narrow_expert_time",
 )
 
 
