@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from derive.scenario import DEFAULTS
+
 # Imports of sympy, pint and the formula library happen inside the commands, so
 # that `derive --help` and errors in option parsing stay fast.
 
@@ -127,9 +129,7 @@ def _options(*decorators: Callable[..., Any]) -> Callable[..., Any]:
 
 model_options = _options(
     click.option("--model", "-m", help="Catalog model name or alias (see 'derive models')."),
-    click.option(
-        "--config", "config_path", type=_PathText("PATH"), help="A local Hugging Face config.json, or its folder."
-    ),
+    click.option("--config", "config", type=_PathText("PATH"), help="A local Hugging Face config.json, or its folder."),
 )
 GPU_FIGURES = {
     "bandwidth": click.option(
@@ -144,7 +144,7 @@ GPU_FIGURES = {
 def gpu_options_for(*figures: str) -> Callable[..., Any]:
     """--gpu and the datasheet overrides a command reads (an override it ignores is not offered)."""
     return _options(
-        click.option("--gpu", "-g", help="Accelerator (see 'derive gpus'). Default: h100."),
+        click.option("--gpu", "-g", help=f"Accelerator (see 'derive gpus'). Default: {DEFAULTS['gpu']}."),
         *(GPU_FIGURES[f] for f in figures),
     )
 
@@ -154,7 +154,9 @@ ROOFLINE = ("bandwidth", "flops", "memory")
 
 
 context_options = _options(
-    click.option("--context", "-s", type=COUNT, help="Tokens of context per sequence. Default: 2048."),
+    click.option(
+        "--context", "-s", type=COUNT, help=f"Tokens of context per sequence. Default: {DEFAULTS['context']}."
+    ),
     click.option(
         "--allow-long-context",
         is_flag=True,
@@ -184,68 +186,17 @@ set_option = click.option(
     metavar="KEY=VALUE",
     help="Give any quantity a value: --set batch=16, --set 'bandwidth=3.35 TB/s'.",
 )
-batch_option = click.option("--batch", "-b", type=COUNT, help="Sequences decoded together. Default: 1.")
+batch_option = click.option(
+    "--batch", "-b", type=COUNT, help=f"Sequences decoded together. Default: {DEFAULTS['batch']}."
+)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the derivation.")
 
 
 def _setup(kwargs: dict[str, Any], need_gpu: bool = False) -> Any:
-    """Turn the shared options into a derivations.Setup, noting which defaults were used."""
-    from derive.catalog import load_config_path, load_gpu, load_model
-    from derive.derivations import Setup
-    from derive.errors import DeriveError
+    """The command's options, as the one scenario builder takes them (derive/scenario.py)."""
+    from derive import scenario
 
-    if kwargs.get("model") is not None and kwargs.get("config_path") is not None:
-        raise DeriveError("--model and --config both given", "Pass one of them")
-    if kwargs.get("config_path") is not None:
-        model = load_config_path(kwargs["config_path"])
-    elif kwargs.get("model") is not None:
-        model = load_model(kwargs["model"])
-    else:
-        raise DeriveError("no model given", "Pass --model NAME (see 'derive models') or --config PATH")
-    defaults = []
-    gpu = None
-    if need_gpu:
-        if kwargs.get("gpu") is None:
-            defaults.append("gpu")
-        gpu = load_gpu("h100" if kwargs.get("gpu") is None else kwargs["gpu"]).with_overrides(
-            bandwidth=kwargs.get("bandwidth"),
-            flops=kwargs.get("flops"),
-            memory=kwargs.get("memory"),
-            power=kwargs.get("power"),
-        )
-    context_given = kwargs.get("context") is not None
-    for key, default in (("dtype", "bf16"), ("context", 2048), ("batch", 1)):
-        if key not in kwargs:
-            kwargs[key] = default
-        elif kwargs[key] is None:
-            kwargs[key] = default
-            defaults.append(key)
-    extra = {
-        key: kwargs[key]
-        for key in ("count", "prompt", "output", "tokens", "claim", "floor", "allow_long_context")
-        if kwargs.get(key) is not None
-    }
-    defaults += [key for key in ("count", "prompt", "output", "tokens") if key in kwargs and kwargs[key] is None]
-    if kwargs.get("vs"):
-        extra["vs"] = load_gpu(kwargs["vs"])
-    if kwargs.get("link"):
-        extra["link_name"] = kwargs["link"]
-        if kwargs["link"].strip().lower() != "nvlink":
-            from derive import validate
-
-            extra["link"] = validate.quantity(kwargs["link"], "byte/second", "--link")
-    setup = Setup(
-        model=model,
-        gpu=gpu,
-        dtype=kwargs["dtype"].lower(),
-        kv_dtype=kwargs["kv_dtype"].lower() if kwargs.get("kv_dtype") else None,
-        context=kwargs["context"],
-        batch=kwargs["batch"],
-        tp=kwargs.get("tp"),
-        defaults=tuple(defaults),
-        **extra,
-    )
-    return setup.check_context() if context_given else setup
+    return scenario.build(kwargs, need_gpu=need_gpu)
 
 
 def _emit(sheet: Any, as_json: bool) -> None:
@@ -345,14 +296,15 @@ def crossover() -> None:
     """Closed-form crossovers: where KV reads overtake weight reads, where prefill turns compute-bound."""
 
 
-count_option = click.option("--count", type=COUNT, help="Accelerators holding the model. Default: 1.")
-prompt_option = click.option("--prompt", type=COUNT, help="Prompt tokens per request. Default: 2048.")
-output_option = click.option("--output", type=COUNT, help="Output tokens per request. Default: 256.")
+prompt_option = click.option("--prompt", type=COUNT, help=f"Prompt tokens per request. Default: {DEFAULTS['prompt']}.")
+output_option = click.option("--output", type=COUNT, help=f"Output tokens per request. Default: {DEFAULTS['output']}.")
 floor_option = click.option(
     "--floor", is_flag=True, default=None, help="The roofline floor alone, without the calibrated estimate."
 )
 vs_option = click.option("--vs", required=True, help="The accelerator to compare with.")
-tokens_option = click.option("--tokens", type=COUNT, help="Tokens through the layer at once (T). Default: 1.")
+tokens_option = click.option(
+    "--tokens", type=COUNT, help=f"Tokens through the layer at once (T). Default: {DEFAULTS['tokens']}."
+)
 link_option = click.option(
     "--link",
     help="Interconnect: 'nvlink' (the catalog's one-way figure) or a bandwidth such as '50 GB/s'. Default: nvlink.",
@@ -376,8 +328,8 @@ _sheet_command(
 _sheet_command(
     "fit",
     "derive.derivations.costs.fit",
-    "How many sequences of a context fit beside the weights on --count accelerators.",
-    count_option,
+    "How many sequences of a context fit beside the weights on --tp accelerators.",
+    tp_option,
     figures=("memory",),
 )
 _sheet_command(
@@ -530,9 +482,9 @@ def simulate() -> None:
 @dtype_option
 @kv_dtype_option
 @tp_option
-@click.option("--prompt", type=COUNT, default=128, show_default=True, help="Prompt tokens per request.")
+@prompt_option
 @click.option("--requests", type=COUNT, default=200, show_default=True, help="Requests to serve.")
-@click.option("--seats", type=COUNT, default=8, show_default=True, help="Most requests decoded at once.")
+@click.option("--batch", type=COUNT, default=8, show_default=True, help="Most requests decoded at once (the seats).")
 @click.option("--replies", default="8:256", show_default=True, help="Reply lengths, uniform: MIN:MAX tokens.")
 @click.option("--arrivals", type=click.Choice(["poisson", "all"]), default="poisson", show_default=True)
 @click.option("--rate", type=_Quantity("1/second", "10 /s"), help="Poisson arrival rate. Default: --load of capacity.")
@@ -557,7 +509,7 @@ def simulate() -> None:
 def simulate_batching(
     as_json: bool,
     requests: int,
-    seats: int,
+    batch: int,
     replies: str,
     arrivals: str,
     rate: Any,
@@ -581,7 +533,7 @@ def simulate_batching(
         raise DeriveError(f"--replies '{replies}' is not MIN:MAX", "For example --replies 8:256")
     traffic = Traffic(
         requests=requests,
-        seats=seats,
+        seats=batch,
         shortest=int(low),
         longest=int(high),
         rate=float(rate) if rate is not None else None,
@@ -600,7 +552,7 @@ def simulate_batching(
         figures.seat_timeline(
             Path(figure).with_suffix(""),
             {p: o.timeline for p, o in outcomes.items()},
-            seats,
+            batch,
             f"{sheet.inputs['model']} on {sheet.inputs['gpu']}: busy seats",
         )
     _emit(sheet, as_json)
@@ -608,67 +560,84 @@ def simulate_batching(
 
 @cli.command()
 @click.argument("target")
-@click.option("--model", "-m", "models", required=True, help="Models, comma-separated: llama3-70b,llama3-8b.")
-@click.option("--gpu", "-g", "gpus", default="h100", show_default=True, help="Accelerators, comma-separated.")
-@click.option("--dtype", "dtypes", default="bf16", show_default=True, help="Weight dtypes, comma-separated.")
+@click.option("--model", "-m", "models", help="Catalog models, comma-separated: llama3-70b,llama3-8b.")
+@click.option(
+    "--config",
+    "configs",
+    type=_PathText("PATH"),
+    multiple=True,
+    help="A local Hugging Face config.json, or its folder (repeat for more; with or without --model).",
+)
+@click.option("--gpu", "-g", "gpus", default=DEFAULTS["gpu"], show_default=True, help="Accelerators, comma-separated.")
+@_options(*(GPU_FIGURES[f] for f in ("bandwidth", "flops", "memory", "power")))
+@click.option("--dtype", "dtypes", default=DEFAULTS["dtype"], show_default=True, help="Weight dtypes, comma-separated.")
+@kv_dtype_option
 @click.option(
     "--tp", help="Tensor-parallel degrees: 1,2,4,8 or 1:8. Default: the smallest power of two that fits, per model."
 )
-@click.option("--batch", help="Batches: a list or START:STOP[:STEP], inclusive. Default: 1.")
-@click.option("--context", help="Contexts (for formulas that use S). Default: 2048.")
+@click.option("--batch", help=f"Batches: a list or START:STOP[:STEP], inclusive. Default: {DEFAULTS['batch']}.")
+@click.option("--context", help=f"Contexts (for formulas that use S). Default: {DEFAULTS['context']}.")
 @click.option("--allow-long-context", is_flag=True, help="Sweep contexts beyond a config's position limit anyway.")
-@click.option("--prompt", help="Prompt tokens. Default: 2048.")
-@click.option("--output", help="Output tokens. Default: 256.")
+@click.option("--prompt", help=f"Prompt tokens. Default: {DEFAULTS['prompt']}.")
+@click.option("--output", help=f"Output tokens. Default: {DEFAULTS['output']}.")
 @click.option("--out", type=_PathText("FILE"), help="Write here (.csv or .jsonl); default: CSV to stdout.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 def sweep(
     target: str,
-    models: str,
+    models: str | None,
+    configs: tuple[str, ...],
     gpus: str,
     dtypes: str,
+    kv_dtype: str | None,
     out: str | None,
     quiet: bool,
     allow_long_context: bool,
+    bandwidth: Any,
+    flops: Any,
+    memory: Any,
+    power: Any,
     **numeric: str | None,
 ) -> None:
     """Evaluate TARGET ('predict' or any formula name) over a grid, compiled once to numpy.
 
-    Configurations that do not fit in memory are kept and marked fits=0.
+    Configurations that do not fit in memory are kept and marked fits=0. Datasheet overrides apply to every
+    accelerator swept.
     """
     import sys as system
 
+    from derive import scenario, validate
     from derive import sweep as sweeping
-    from derive import validate
-    from derive.catalog import load_gpu, load_model
+    from derive.catalog import load_gpu
     from derive.errors import DeriveError
 
     target_file = validate.output_file(out) if out else None
-    categorical = {
-        "model": sweeping.parse_axis("model", models),
-        "gpu": sweeping.parse_axis("gpu", gpus),
-        "dtype": sweeping.parse_axis("dtype", dtypes.lower()),
-    }
+    if not models and not configs:
+        raise DeriveError("no model given", "Pass --model NAMES (see 'derive models') or --config PATH")
+    figures = {"bandwidth": bandwidth, "flops": flops, "memory": memory, "power": power}
     context_axis = numeric.get("context")
     contexts = sweeping.parse_axis("context", context_axis) if context_axis else []
-    for name in categorical["model"]:
-        limit = load_model(name).config.max_context
-        if contexts and limit and max(contexts) > limit and not allow_long_context:
-            raise DeriveError(
-                f"--context {max(contexts):,} is beyond the {limit:,} positions of {name}'s config",
-                "Sweep shorter contexts, or pass --allow-long-context to size them anyway",
-            )
-    for name in categorical["gpu"]:
-        load_gpu(name)
-    defaults = {"batch": 1, "context": 2048, "prompt": 2048, "output": 256}  # tp: the smallest that fits
+    sources = [("model", name) for name in (sweeping.parse_axis("model", models) if models else [])]
+    sources += [("config", path) for path in configs]
+    # Each model goes through the one scenario builder, so a --config and a context are checked as every
+    # command checks them.
+    workload = {"context": max(contexts, default=None), "allow_long_context": allow_long_context or None}
+    loaded = [scenario.build({key: source, **workload}).model for key, source in sources]
+    categorical = {
+        "model": loaded,
+        "gpu": [load_gpu(g).with_overrides(**scenario.figures(figures)) for g in sweeping.parse_axis("gpu", gpus)],
+        "dtype": sweeping.parse_axis("dtype", dtypes.lower()),
+    }
+    defaults = {key: DEFAULTS[key] for key in ("batch", "context", "prompt", "output")}  # tp: the smallest that fits
     grid = sweeping.Grid(
         categorical,
         {axis: sweeping.parse_axis(axis, text) for axis, text in numeric.items() if text is not None},
         defaults,
+        kv_dtype.lower() if kv_dtype else None,
     )
     chosen = sweeping.predict_target() if target == "predict" else sweeping.formula_target(target)
     if "tp" not in grid.numeric and not quiet:
         picks = ", ".join(
-            f"{m} on {g} ({d}): {sweeping.chosen_tp(m, g, d, defaults['context'])}"
+            f"{m.name} on {g.name} ({d}): {sweeping.chosen_tp(m, g, d, defaults['context'], grid.kv_dtype)}"
             for m in categorical["model"]
             for g in categorical["gpu"]
             for d in categorical["dtype"]
@@ -766,7 +735,6 @@ def answer(
 ) -> None:
     """A worked answer to one of the 25 questions, for its defaults or your model and accelerator."""
     from derive import answers, validate
-    from derive.errors import DeriveError
 
     if list_questions or not question_id:
         for q in answers.questions().values():
@@ -774,12 +742,8 @@ def answer(
         return
     overrides: dict[str, Any] = {"model": model, "gpu": gpu, "measure": True if measure else None}
     for text in settings:
-        key, sep, value = text.partition("=")
-        if not sep:
-            raise DeriveError(f"--set '{text}' is not key=value", "For example --set context=4096")
-        key = key.strip()
-        counted = key in validate.COUNT_LIMITS
-        overrides[key] = validate.count(value, key, f"--set {key}") if counted else value.strip()
+        key, value = validate.setting(text, "--set context=4096")
+        overrides[key] = validate.count(value, key, f"--set {key}") if key in validate.COUNT_LIMITS else value
     folder = validate.output_folder(out) if out else None
     sheet = answers.answer(question_id, overrides)
     if folder:

@@ -59,35 +59,13 @@ class Inputs(dict):  # type: ignore[type-arg]
     """A question's inputs: its defaults, overridden by the user's options and --set."""
 
     def setup(self, **overrides: Any):  # type: ignore[no-untyped-def]
-        """A derivations.Setup from these inputs (catalog names resolved)."""
-        from derive.catalog import load_gpu, load_model
-        from derive.derivations.common import Setup
+        """A derivations.Setup from these inputs, through the one scenario builder (derive/scenario.py).
 
-        values = {**self, **overrides}
-        fields: dict[str, Any] = {"model": load_model(values["model"])}
-        if values.get("gpu"):
-            fields["gpu"] = load_gpu(values["gpu"])
-        if values.get("vs"):
-            fields["vs"] = load_gpu(values["vs"])
-        for key in (
-            "dtype",
-            "kv_dtype",
-            "context",
-            "batch",
-            "tp",
-            "count",
-            "prompt",
-            "output",
-            "tokens",
-            "link",
-            "claim",
-            "link_name",
-        ):
-            if values.get(key) is not None:
-                fields[key] = values[key]
-        setup = Setup(**fields)
-        # A context the user set (not the question's own) must fit the model's positions, as on the CLI.
-        return setup.check_context() if "context" in getattr(self, "given", ()) else setup
+        A context the user set (not the question's own) must fit the model's positions, as on the CLI."""
+        from derive import scenario
+
+        values = {key: value for key, value in {**self, **overrides}.items() if value is not None}
+        return scenario.build(values, given=getattr(self, "given", ()))
 
 
 def assumed(inputs: Mapping[str, Any], key: str, unit: str = "") -> sympy.Expr:

@@ -274,21 +274,68 @@ def _library_costs(model: Model, batch: int, tokens: int, phase: str) -> tuple[s
         moved = evaluate(sym.W.symbol + sym.kv_total.symbol, values, library)
         flops = evaluate(sym.B.symbol * sym.tau.symbol * (sym.F.symbol + sym.S.symbol * sym.a.symbol), values, library)
     else:
-        values[pf.S_p] = sympy.Integer(tokens)
-        moved = evaluate(library.get("prefill_memory_time").expr.as_numer_denom()[0], values, library)
-        flops = evaluate(library.get("prefill_compute_time").expr.as_numer_denom()[0], values, library)
+        # The prompt pass's times at a unit bandwidth and a unit peak are its bytes and its FLOPs (the formulas'
+        # own terms, not a numerator over a common denominator, which doubles the causal half).
+        values.update({pf.S_p: sympy.Integer(tokens), sym.BW: sympy.Integer(1), sym.P: sympy.Integer(1)})
+        moved = evaluate(library.get("prefill_memory_time").expr, values, library)
+        flops = evaluate(library.get("prefill_compute_time").expr, values, library)
     return moved, flops
 
 
-def run(plan: Plan, progress: Callable[[str], None] = lambda _: None) -> Measurement:
+def measured_model(plan: dict[str, Any]) -> Model:
+    """The GPT-2 the phases run: the catalog's, or with the plan's fewer layers and vocabulary (--quick)."""
     base = load_model("gpt2")
     cfg = base.config
-    if plan.layers or plan.vocab:
-        cfg = cfg.with_layers(plan.layers or cfg.layers, plan.vocab or cfg.vocab)
+    sizes = (plan.get("layers") or cfg.layers, plan.get("vocab") or cfg.vocab)
+    if sizes != (cfg.layers, cfg.vocab):
+        cfg = cfg.with_layers(*sizes)
     model = replace(
         base, config=cfg, title=base.title + (" (quick: fewer layers and vocabulary)" if cfg != base.config else "")
     )
     model.__dict__.pop("formulas", None)  # the shapes changed: rebuild the count formulas
+    return model
+
+
+def phase(model: Model, name: str, batch: int, tokens: int, seconds: float, copy: float, matmul: float) -> Phase:
+    """One timed phase against the two ceilings: its bytes and FLOPs from the library, what it achieved."""
+    moved, flops = _library_costs(model, batch, tokens, "prefill" if name.startswith("prefill") else "decode")
+    moved_f, flops_f = float(moved), float(flops)
+    # The roofline on this machine's own ceilings; reads are held to the copy's traffic rate.
+    predicted = max(moved_f / copy, flops_f / matmul)
+    out = Phase(name, batch, tokens, moved_f, flops_f, seconds, predicted)
+    out.achieved_bandwidth = moved_f / seconds
+    out.achieved_flops = flops_f / seconds
+    out.bandwidth_fraction = out.achieved_bandwidth / copy
+    out.flops_fraction = out.achieved_flops / matmul
+    out.intensity = flops_f / moved_f
+    out.bound = "memory" if out.intensity < matmul / copy else "compute"
+    return out
+
+
+def recompute(result: dict[str, Any]) -> dict[str, Any]:
+    """A recorded result with its bytes, FLOPs and fractions derived again from today's library: only the
+    machine, the plan, the ceilings and the seconds are measurements; the rest must never go stale."""
+    model = measured_model(result["plan"])
+    copy, matmul = (c["value"] for c in result["ceilings"])
+    phases = [
+        asdict(phase(model, p["name"], p["batch"], p["tokens"], p["seconds"], copy, matmul)) for p in result["phases"]
+    ]
+    return {**result, "phases": phases}
+
+
+def fraction_text(fraction: float, ceiling: str) -> str:
+    """'at 69% of the copy ceiling', or, past 100%, what that says about the measurement instead."""
+    if fraction <= 1:
+        return f"at {fraction:.0%} of the {ceiling} ceiling"
+    return (
+        f"{fraction:.0%} of the measured {ceiling} ceiling, which cannot be: the ceiling's run was too small or "
+        "too noisy to be the machine's (a --quick run); measure without --quick"
+    )
+
+
+def run(plan: Plan, progress: Callable[[str], None] = lambda _: None) -> Measurement:
+    model = measured_model(asdict(plan))
+    cfg = model.config
     result = Measurement(machine(), {**asdict(plan), "model": model.title, "layers": cfg.layers, "vocab": cfg.vocab})
     progress("measuring the copy ceiling")
     copy = copy_ceiling(plan)
@@ -314,19 +361,7 @@ def run(plan: Plan, progress: Callable[[str], None] = lambda _: None) -> Measure
     for name, batch, tokens, work in runs:
         progress(f"running {name}")
         seconds = _median_seconds(work, plan.repeats)
-        moved, flops = _library_costs(model, batch, tokens, "prefill" if name.startswith("prefill") else "decode")
-        moved_f, flops_f = float(moved), float(flops)
-        # The roofline on this machine's own ceilings; reads are held to the copy's traffic rate.
-        predicted = max(moved_f / copy.value, flops_f / matmul.value)
-        phase = Phase(name, batch, tokens, moved_f, flops_f, seconds, predicted)
-        phase.achieved_bandwidth = moved_f / seconds
-        phase.achieved_flops = flops_f / seconds
-        phase.bandwidth_fraction = phase.achieved_bandwidth / copy.value
-        phase.flops_fraction = phase.achieved_flops / matmul.value
-        phase.intensity = flops_f / moved_f
-        ridge = matmul.value / copy.value
-        phase.bound = "memory" if phase.intensity < ridge else "compute"
-        result.phases.append(phase)
+        result.phases.append(phase(model, name, batch, tokens, seconds, copy.value, matmul.value))
     return result
 
 
@@ -367,7 +402,7 @@ def report(result: Measurement) -> str:
         ceiling = "copy" if p.bound == "memory" else "matmul"
         lines.append(
             f"  {p.name}: {p.intensity:.3g} FLOP/B, {side} of the ridge at {ridge:.3g}: {p.bound}-bound, "
-            f"at {fraction:.0%} of the {ceiling} ceiling"
+            + fraction_text(fraction, ceiling)
         )
     return "\n".join(lines) + "\n"
 

@@ -12,7 +12,6 @@ import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -24,6 +23,7 @@ from derive.evaluate import evaluate, inline, symbols_of
 from derive.formula import Library
 from derive.symbols import Sym
 from formulas import calibrated as cal
+from formulas import energy as en
 from formulas import library
 from formulas import notation as sym
 from formulas import prefill as pf
@@ -108,7 +108,9 @@ class Compiled:
     axes: tuple[str, ...]
 
 
-def predictor_inputs(model: Model, gpu: Gpu, dtype: str, fitted: bool = True) -> tuple[dict[Sym, sympy.Expr], Library]:
+def predictor_inputs(
+    model: Model, gpu: Gpu, dtype: str, fitted: bool = True, kv_dtype: str | None = None
+) -> tuple[dict[Sym, sympy.Expr], Library]:
     """The values every sweep target may need for one model, accelerator and dtype, and the model's library.
 
     The workload (batch, context, tp, prompt, output) is left out: a sweep varies it. Without `fitted`
@@ -118,7 +120,7 @@ def predictor_inputs(model: Model, gpu: Gpu, dtype: str, fitted: bool = True) ->
     from derive.derivations.common import Setup, model_library, sizing_values
 
     library = model_library(model)
-    values: dict[Sym, sympy.Expr] = sizing_values(Setup(model=model, dtype=dtype))
+    values: dict[Sym, sympy.Expr] = sizing_values(Setup(model=model, dtype=dtype, kv_dtype=kv_dtype))
     values.pop(sym.S, None)
     for target in (sym.N, sym.N_mm, sym.N_act, sym.N_emb):
         values[target] = evaluate(target.symbol, dict(values), library)
@@ -128,6 +130,7 @@ def predictor_inputs(model: Model, gpu: Gpu, dtype: str, fitted: bool = True) ->
             sym.BW: gpu.bandwidth,
             sym.P: gpu.peak(dtype)[0],
             sym.M: gpu.memory,
+            en.P_acc: gpu.power,
             pf.eta_bw: sympy.Integer(1),
             pf.eta_f: sympy.Integer(1),
         }
@@ -136,31 +139,32 @@ def predictor_inputs(model: Model, gpu: Gpu, dtype: str, fitted: bool = True) ->
     return values, library
 
 
-@cache  # the CLI states it and every compile of the combination uses it: work it out once
-def chosen_tp(model: str, gpu: str, dtype: str, context: int) -> int:
-    """The rule every command uses when --tp is not given: the smallest power of two that holds the weights and
-    one sequence of `context` tokens."""
-    from derive.derivations.common import Setup, default_tp
+def chosen_tp(model: Model, gpu: Gpu, dtype: str, context: int, kv_dtype: str | None = None) -> int:
+    """The rule every command uses when --tp is not given (derivations.common.smallest_tp)."""
+    from derive.derivations.common import Setup, smallest_tp
 
-    loaded, accelerator = load_model(model), load_gpu(gpu)
-    values, library = predictor_inputs(loaded, accelerator, dtype, fitted=False)
-    values[sym.S] = sympy.Integer(context)
-    weights = evaluate(sym.W.symbol, dict(values), library)
-    one_sequence = evaluate(sym.kv_seq.symbol, dict(values), library)
-    return default_tp(Setup(model=loaded, gpu=accelerator, dtype=dtype), weights, one_sequence, accelerator.memory)
+    return smallest_tp(Setup(model=model, gpu=gpu, dtype=dtype, kv_dtype=kv_dtype, context=context))
 
 
 def compile_combination(
-    target: Target, model: str, gpu: str, dtype: str, axes: Sequence[str], defaults: dict[str, int]
+    target: Target,
+    model: Model | str,
+    gpu: Gpu | str,
+    dtype: str,
+    axes: Sequence[str],
+    defaults: dict[str, int],
+    kv_dtype: str | None = None,
 ) -> Compiled:
-    loaded, accelerator = load_model(model), load_gpu(gpu)
-    values, library = predictor_inputs(loaded, accelerator, dtype)
+    """One model, accelerator and dtype compiled: a catalog name or a loaded model (a --config) alike."""
+    loaded = load_model(model) if isinstance(model, str) else model
+    accelerator = load_gpu(gpu) if isinstance(gpu, str) else gpu
+    values, library = predictor_inputs(loaded, accelerator, dtype, kv_dtype=kv_dtype)
     swept = [AXES[a] for a in axes]
     for axis, value in defaults.items():  # numeric inputs held fixed
         if axis not in axes:
             values[AXES[axis]] = sympy.Integer(value)
     if "tp" not in axes and "tp" not in defaults:
-        values[sym.n] = sympy.Integer(chosen_tp(model, gpu, dtype, defaults.get("context", 2048)))
+        values[sym.n] = sympy.Integer(chosen_tp(loaded, accelerator, dtype, defaults.get("context", 2048), kv_dtype))
     if target.name == "predict" and "context" not in axes:
         # Decode steps see the prompt plus, on average, half the output (as derive predict does).
         values.pop(sym.S, None)
@@ -172,7 +176,7 @@ def compile_combination(
     one_sequence = library.get("kv_bytes_per_sequence").expr.xreplace({sym.S.symbol: held})
     needed = sym.W.symbol + sym.B.symbol * one_sequence
     fits = compile_expression(sympy.Le(needed, sym.n.symbol * sym.M.symbol), swept, values, library, predict=False)
-    return Compiled({"model": model, "gpu": gpu, "dtype": dtype}, functions, fits, tuple(axes))
+    return Compiled({"model": loaded.name, "gpu": accelerator.name, "dtype": dtype}, functions, fits, tuple(axes))
 
 
 def compile_expression(
@@ -200,9 +204,12 @@ def compile_expression(
 
 @dataclass
 class Grid:
-    categorical: dict[str, list[str]]
+    """The points of a sweep: models (names or loaded), accelerators, dtypes, and the numeric axes."""
+
+    categorical: dict[str, list[Any]]
     numeric: dict[str, list[int]]
     defaults: dict[str, int] = field(default_factory=dict)
+    kv_dtype: str | None = None
 
     @property
     def size(self) -> int:
@@ -214,12 +221,13 @@ class Grid:
 
 def check(grid: Grid) -> None:
     """Refuse a grid some point of which no command would run (a --tp that splits a head), before any output."""
-    for name in grid.categorical["model"]:
-        heads = load_model(name).config.heads
+    for model in grid.categorical["model"]:
+        loaded = load_model(model) if isinstance(model, str) else model
+        heads = loaded.config.heads
         bad = [tp for tp in grid.numeric.get("tp", [grid.defaults.get("tp", 1)]) if heads % tp]
         if bad:
             raise DeriveError(
-                f"--tp {bad[0]} does not divide the {heads} attention heads of {name}",
+                f"--tp {bad[0]} does not divide the {heads} attention heads of {loaded.name}",
                 "Tensor parallelism splits whole heads: use divisors of the head count, such as "
                 + ",".join(str(d) for d in (1, 2, 4, 8, 16) if heads % d == 0),
             )
@@ -230,7 +238,7 @@ def evaluate_grid(target: Target, grid: Grid, chunk: int = CHUNK) -> Iterator[tu
     axes = tuple(grid.numeric)
     check(grid)
     for model, gpu, dtype in itertools.product(*(grid.categorical[c] for c in CATEGORICAL)):
-        compiled = compile_combination(target, model, gpu, dtype, axes, grid.defaults)
+        compiled = compile_combination(target, model, gpu, dtype, axes, grid.defaults, grid.kv_dtype)
         for columns in evaluate_compiled(compiled, grid, chunk):
             yield compiled.labels, columns
 

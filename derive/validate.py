@@ -118,6 +118,14 @@ def quantity(text: object, expected: str, option: str = "") -> sympy.Rational:
     return value
 
 
+def setting(text: str, example: str = "--set batch=16") -> tuple[str, str]:
+    """A --set KEY=VALUE as its key and its value, both stripped (every --set, of a question or a formula)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise DeriveError(f"--set '{text}' is not key=value", f"For example {example}")
+    return key.strip(), value.strip()
+
+
 def path_text(value: object, option: str = "") -> str:
     """A path as typed: not empty, no NUL byte (the system would refuse it with an exception)."""
     text = str(value)

@@ -13,7 +13,7 @@ CASES = [
         ["flops", "--model", "llama3-8b"],
         {"flops_per_token", "attention_flops_per_token", "attention_equals_weights_context", "non_arithmetic_params"},
     ),
-    (["fit", "--model", "llama2-13b", "--count", "2"], {"weight_bytes", "kv_bytes_per_sequence", "max_sequences"}),
+    (["fit", "--model", "llama2-13b", "--tp", "2"], {"weight_bytes", "kv_bytes_per_sequence", "max_sequences"}),
     (
         ["intensity", "--model", "llama70b", "--batch", "16"],
         {"qkv_intensity", "attention_intensity", "mlp_intensity", "lm_head_intensity", "ridge_intensity", "flip_batch"},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import sympy
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +64,37 @@ def test_report_and_figure(measured):
     _, stdout, out = measured
     assert "Ceilings" in stdout and "prefill, 64 tokens" in stdout
     assert out.with_suffix(".svg").exists() and out.with_suffix(".png").exists()
+
+
+def test_prefill_flops_are_the_formulas_own_not_a_doubled_numerator():
+    # Issue 15: 960·(247.2 M + 960·36.86 k/2) = 254.3 GFLOP for GPT-2 small's 960-token prompt (2·N_mm per token,
+    # and attention of 4·layers·d FLOPs per token of context, causal: half the prompt on average).
+    from derive import measure
+    from derive.derivations.common import model_library
+    from derive.evaluate import evaluate
+    from formulas import notation as sym
+
+    model = measure.measured_model({})
+    n_mm = evaluate(sym.N_mm.symbol, dict(model.formulas.shapes), model_library(model))
+    cfg = model.config
+    _, flops = measure._library_costs(model, 1, 960, "prefill")
+    assert flops == 960 * (2 * n_mm + sympy.Rational(960 * 4 * cfg.layers * cfg.hidden, 2))
+    assert round(float(flops) / 1e9, 1) == 254.3
+
+
+def test_a_recorded_result_is_derived_again_from_the_library():
+    from reports.questions.machine import RECORDED, measurement
+
+    recorded, derived = json.loads(RECORDED.read_text()), measurement(False)
+    assert [p["seconds"] for p in derived["phases"]] == [p["seconds"] for p in recorded["phases"]]
+    prefill = derived["phases"][-1]
+    assert prefill["flops_fraction"] == pytest.approx(
+        prefill["flops"] / prefill["seconds"] / derived["ceilings"][1]["value"]
+    )
+
+
+def test_a_fraction_past_its_ceiling_is_not_reported_as_achieved():
+    from derive import measure
+
+    assert measure.fraction_text(0.69, "copy") == "at 69% of the copy ceiling"
+    assert "cannot be" in measure.fraction_text(7.08, "matmul")

@@ -17,13 +17,12 @@ VALUES = {
     "--context": ["512"],
     "--dtype": ["fp8"],
     "--kv-dtype": ["fp8"],
-    "--tp": ["4"],
-    "--batch": ["8"],
+    "--batch": ["4"],
     "--prompt": ["512"],
     "--output": ["64"],
     "--floor": [],
     "--json": [],
-    "--count": ["2"],
+    "--tp": ["4"],
     "--tokens": ["64"],
     "--link": ["50 GB/s"],
     "--claim": ["2000 token/s"],
@@ -31,7 +30,6 @@ VALUES = {
     "--step-time": ["30 ms"],
     "--recompute": ["0.5"],
     "--requests": ["7"],
-    "--seats": ["4"],
     "--replies": ["8:64"],
     "--arrivals": ["all"],
     "--rate": ["5 /s"],
@@ -67,12 +65,15 @@ def _cases():  # type: ignore[no-untyped-def]
         if name in SKIP_COMMANDS:
             continue
         base = list(path) + BASE.get(name, ["--model", "llama3-8b"])
-        if name == "sweep":
-            base = ["sweep", "predict", "--model", "llama3-8b"]
         if name == "shard":
             base += ["--tp", "2"]
         for option in sorted(o for o in options - SEPARATE if o.startswith("--")):
-            yield name, base, option
+            if name == "sweep":
+                # The sweep reads what its target reads: energy per token is the one that reads the power.
+                target = "energy_per_token" if option == "--power" else "predict"
+                yield name, ["sweep", target, "--model", "llama3-8b"], option
+            else:
+                yield name, base, option
 
 
 CASES = list(_cases())

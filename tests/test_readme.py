@@ -21,3 +21,26 @@ def test_example_output_is_current(run, command, expected):
     result = run(*shlex.split(command)[1:])
     assert result.exit_code == 0, result.stderr
     assert result.stdout == expected, f"README example is stale: rerun `{command}` and paste its output"
+
+
+# The command table's examples: every `derive ...` in its first column, in order (a later one may read a file an
+# earlier one wrote, as `simulate --measured machine.json` reads what `measure --out machine.json` wrote).
+TABLE = re.findall(r"^\| `(derive [^`]*)` \|", README.read_text(), flags=re.M)
+
+
+def test_the_command_table_has_every_command():
+    from tests.test_hardening import _leaf_commands
+
+    named = {" ".join(e.split()[1:3]) for e in TABLE} | {e.split()[1] for e in TABLE}
+    missing = [" ".join(path) for path, _ in _leaf_commands() if " ".join(path) not in named]
+    assert not missing, f"commands without a README example: {missing}"
+
+
+def test_every_command_table_example_runs_as_written(run, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    failed = []
+    for example in TABLE:
+        result = run(*shlex.split(example)[1:])
+        if result.exit_code != 0:
+            failed.append(f"{example}: {result.stderr.strip()[:200]}")
+    assert not failed, "\n".join(failed)

@@ -115,3 +115,31 @@ def test_sympy_is_only_used_to_compile():
     )
     value = compiled.functions["tpot"](sympy.Integer(1) * 1.0)
     assert isinstance(float(value), float)
+
+
+def test_a_config_sweeps_as_its_catalog_model_does(run):
+    # Issue 12: sweep had no --config; the same config.json gives the same rows as the catalog name.
+    from pathlib import Path
+
+    config = Path(__file__).parent.parent / "formulas" / "models" / "llama3-8b.json"
+    by_name = run("sweep", "predict", "--model", "llama3-8b", "--batch", "1,8", "--quiet")
+    by_config = run("sweep", "predict", "--config", str(config), "--batch", "1,8", "--quiet")
+    assert by_name.exit_code == 0 and by_config.exit_code == 0, by_config.stderr
+
+    def rows(result):  # type: ignore[no-untyped-def]
+        return [line.split(",")[1:] for line in result.stdout.splitlines()[1:]]  # the model's label aside
+
+    assert rows(by_config) == rows(by_name)
+
+
+def test_sweep_takes_the_kv_dtype_and_the_datasheet_overrides(run):
+    base = ["sweep", "predict", "--model", "llama3-70b", "--batch", "64", "--context", "8192", "--tp", "4", "--quiet"]
+    plain, fp8 = run(*base), run(*base, "--kv-dtype", "fp8")
+    faster = run(*base, "--bandwidth", "8 TB/s")
+    assert plain.exit_code == fp8.exit_code == faster.exit_code == 0
+    column = plain.stdout.splitlines()[0].split(",").index("tpot_floor_s")
+
+    def tpot(result):  # type: ignore[no-untyped-def]
+        return float(result.stdout.splitlines()[1].split(",")[column])
+
+    assert tpot(fp8) < tpot(plain) and tpot(faster) < tpot(plain)

@@ -49,12 +49,16 @@ def step_times(setup: Setup, traffic: Traffic) -> tuple[Sheet, StepTimes]:
             f"{traffic.seats:,} seats of {setup.prompt:,}-token prompts and replies up to {traffic.longest:,} tokens "
             f"need {format_quantity(needed, 'byte')} with the weights, more than the "
             f"{format_quantity(n * gpu.memory, 'byte')} of {n} x {gpu.name}",
-            "Use fewer --seats, shorter --replies or a larger --tp",
+            "Use a smaller --batch, shorter --replies or a larger --tp",
         )
     work.given(pf.S_p, setup.prompt, "--prompt")
     for eta in (pf.eta_bw, pf.eta_f):
         work.given(eta, 1, "a floor")
-    work.given(sym.B, traffic.seats, "--seats: the step times below are tabulated for 1 to this many")
+    work.given(
+        sym.B,
+        traffic.seats,
+        "--batch: the most requests decoded at once; the step times below are tabulated for 1 to this many",
+    )
     for name in (
         "kv_bytes",
         "memory_time",

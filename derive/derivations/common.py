@@ -28,7 +28,6 @@ class Setup:
     context: int = 2048
     batch: int = 1
     tp: int | None = None
-    count: int = 1  # accelerators in the box (fit)
     prompt: int = 2048  # prompt tokens (predict)
     output: int = 256  # output tokens (predict)
     tokens: int = 1  # tokens through a layer at once (shard)
@@ -43,7 +42,7 @@ class Setup:
     def __post_init__(self) -> None:
         from derive import validate
 
-        for name in ("context", "batch", "tp", "count", "prompt", "output", "tokens"):
+        for name in ("context", "batch", "tp", "prompt", "output", "tokens"):
             value = getattr(self, name)
             if value is not None and isinstance(value, (int, str, float)):  # internal sympy values are derived
                 object.__setattr__(self, name, validate.count(value, name))
@@ -267,11 +266,27 @@ def parallelism(work: Work, setup: Setup, gpu: Gpu) -> int:
     if setup.tp is not None:
         work.given(sym.n, setup.tp, "--tp")
         return setup.tp
-    tp = default_tp(setup, work.values[sym.W], work.values[sym.kv_seq], gpu.memory)
+    tp = smallest_tp(setup, gpu, work.values.get(sym.S))
     work.sheet.inputs["tp"] = tp
     chose_default(work, "tp")
     work.given(sym.n, tp, "chosen: the smallest power of two whose memory holds the weights and one sequence")
     return tp
+
+
+def smallest_tp(setup: Setup, gpu: Gpu | None = None, context: sympy.Expr | None = None) -> int:
+    """The one default rule for the tensor-parallel degree: the smallest power of two whose memory holds the
+    weights and one sequence (of `context` tokens, by default the setup's), splitting whole heads. Every
+    command, the answers and the sweep pick their degree here."""
+    gpu = gpu or setup.gpu
+    if gpu is None:
+        raise DeriveError("choosing --tp needs an accelerator", "Pass --gpu NAME (see 'derive gpus') or --tp N")
+    scratch = sizing_values(setup)
+    if context is not None:
+        scratch[sym.S] = context
+    library = model_library(setup.model)
+    weights = evaluate(sym.W.symbol, scratch, library)
+    one_sequence = evaluate(sym.kv_seq.symbol, scratch, library)
+    return default_tp(setup, weights, one_sequence, gpu.memory)
 
 
 def fits_beside_weights(work: Work, setup: Setup, gpu: Gpu, result: str | None = None) -> sympy.Expr:

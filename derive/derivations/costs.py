@@ -66,9 +66,8 @@ def fit(setup: Setup) -> Sheet:
     model = setup.model
     work = start("fit", f"How many {setup.context:,}-token sequences of {model.title} fit", setup)
     decode_inputs(work, setup)
-    accelerator(work, setup, compute=False)
-    work.given(sym.n, setup.count, "--count: accelerators holding the model")
-    work.sheet.inputs["count"] = setup.count
+    gpu = accelerator(work, setup, compute=False)
+    parallelism(work, setup, gpu)
     weights = work.values[sym.W]
     for name in ("weight_bytes", "kv_bytes_per_sequence"):
         work.result(
@@ -82,7 +81,7 @@ def fit(setup: Setup) -> Sheet:
     if fitting < 1:
         work.note(
             f"the weights ({format_quantity(weights, 'byte')}) leave no room for a sequence: "
-            f"add accelerators (--count) or use a smaller --dtype"
+            f"add accelerators (--tp) or use a smaller --dtype"
         )
     work.note("an upper bound: activations, the framework's workspace and fragmentation take memory too")
     model_notes(work, setup)

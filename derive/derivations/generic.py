@@ -13,7 +13,7 @@ import sympy
 
 from derive import validate
 from derive.catalog import dtype_bytes
-from derive.derivations.common import Setup, default_tp, model_library, start
+from derive.derivations.common import Setup, chose_default, default_tp, model_library, start
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
 from derive.sheet import Sheet, Work
@@ -39,11 +39,7 @@ def symbol_for(key: str) -> Sym:
 
 def parse_setting(text: str) -> tuple[Sym, sympy.Expr]:
     """'batch=16' or 'bandwidth=3.35 TB/s' as a symbol and an exact value in base units."""
-    if "=" not in text:
-        raise DeriveError(
-            f"--set '{text}' is not key=value", "For example --set batch=16 or --set 'bandwidth=3.35 TB/s'"
-        )
-    key, value = text.split("=", 1)
+    key, value = validate.setting(text, "--set batch=16 or --set 'bandwidth=3.35 TB/s'")
     target = symbol_for(key)
     if _NUMBER.match(value) and target.unit in _COUNT_UNITS:
         return target, validate.number(value, key, f"--set {key}")
@@ -80,10 +76,13 @@ def scenario(command: str, title: str, setup: Setup, settings: list[str]) -> Wor
     if sym.n not in overrides:
         tp = setup.tp
         if tp is None and gpu is not None:
+            # The one rule (default_tp), on the values after --set: a --set b_w or M changes what fits.
             probe = dict(work.values)
             weights = evaluate(sym.W.symbol, probe, work.library)
             tp = default_tp(setup, weights, evaluate(sym.kv_seq.symbol, probe, work.library), gpu.memory)
-        work.given(sym.n, tp or 1, "--tp" if setup.tp else "smallest power of two that holds the weights")
+            chose_default(work, "tp")
+        chosen = "chosen: the smallest power of two whose memory holds the weights and one sequence"
+        work.given(sym.n, tp or 1, "--tp" if setup.tp else chosen)
     work.sheet.inputs["set"] = {t.key: str(v) for t, v in overrides.items()}
     return work
 

@@ -7,10 +7,10 @@ from dataclasses import replace
 import sympy
 
 from derive.catalog import Gpu, dtype_bytes
-from derive.derivations.common import Setup, chose_default, default_tp, sizing_values, start
+from derive.derivations.common import Setup, parallelism, start
 from derive.errors import DeriveError
 from derive.evaluate import evaluate
-from derive.sheet import Sheet, Work
+from derive.sheet import Sheet
 from derive.solve import Solution
 from derive.units import format_quantity
 from formulas import notation as sym
@@ -42,7 +42,7 @@ def shard(setup: Setup) -> Sheet:
     peak, peak_note = gpu.peak(setup.dtype)
     work.given(sym.BW, gpu.bandwidth, "--bandwidth" if "bandwidth" in gpu.overridden else "datasheet")
     work.given(sym.P, peak, "--flops" if "flops" in gpu.overridden else peak_note)
-    n = _degree(work, setup, gpu)
+    n = parallelism(work, setup, gpu)
     link = _link(setup, gpu) if n > 1 else None
 
     work.heading("The layer")
@@ -110,21 +110,6 @@ def _cancelled(solution: Solution) -> Solution:
     if numerator.could_extract_minus_sign():
         numerator, denominator = sympy.expand(-numerator), sympy.expand(-denominator)
     return replace(solution, closed_form=numerator / denominator)
-
-
-def _degree(work: Work, setup: Setup, gpu: Gpu) -> int:
-    """n: --tp, or the degree derive knee picks for the whole model (it fits weights and one sequence)."""
-    if setup.tp is not None:
-        work.given(sym.n, setup.tp, "--tp")
-        return setup.tp
-    scratch = sizing_values(setup)
-    weights = evaluate(sym.W.symbol, scratch, work.library)
-    one_sequence = evaluate(sym.kv_seq.symbol, scratch, work.library)
-    tp = default_tp(setup, weights, one_sequence, gpu.memory)
-    work.sheet.inputs["tp"] = tp
-    chose_default(work, "tp")
-    work.given(sym.n, tp, "chosen: the smallest power of two whose memory holds the model and one sequence")
-    return tp
 
 
 def _link(setup: Setup, gpu: Gpu) -> tuple[sympy.Expr, str]:

@@ -13,7 +13,7 @@ def build(inputs: Inputs) -> Answer:
     weights = answer.headline("weight_bytes", r["weight_bytes"].value, "byte")
     per_seq = answer.headline("kv_bytes_per_sequence", r["kv_bytes_per_sequence"].value, "byte/sequence")
     fits = answer.headline("max_sequences", r["max_sequences"].value, "sequence")
-    memory = Quantity(setup.gpu.memory * setup.count, "byte")
+    memory = Quantity(setup.gpu.memory * sheet.inputs["tp"], "byte")
     q = {"weights": weights, "per_seq": per_seq, "memory": memory, "fits": fits}
     if r["max_sequences"].number >= 1:
         text = (
@@ -25,7 +25,7 @@ def build(inputs: Inputs) -> Answer:
         text = (
             "Weights plus one KV cache per conversation must fit, and here they do not: the weights alone take "
             "{weights}, more than the {memory} given, so no conversation fits until the model is split over more "
-            "accelerators (--set count=...) or stored in fewer bits; each conversation's cache then takes {per_seq}."
+            "accelerators (--set tp=...) or stored in fewer bits; each conversation's cache then takes {per_seq}."
         )
     answer.summary = Prose("summary", text, q)
     answer.sections.append(Section("Weights, cache and what fits", sheet))
@@ -58,7 +58,7 @@ QUESTION = Question(
     source="Seed 000, question 4",
     level="Senior",
     kind="sizing",
-    defaults={"model": "llama2-13b", "gpu": "a100", "dtype": "fp16", "kv_dtype": "fp16", "context": 2048, "count": 1},
-    changeable=("model", "gpu", "dtype", "kv_dtype", "context", "count"),
+    defaults={"model": "llama2-13b", "gpu": "a100", "dtype": "fp16", "kv_dtype": "fp16", "context": 2048, "tp": 1},
+    changeable=("model", "gpu", "dtype", "kv_dtype", "context", "tp"),
     build=build,
 )

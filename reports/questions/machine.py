@@ -34,7 +34,9 @@ def measurement(live: bool | str) -> dict[str, Any]:
             print(f"  ... {text}", file=sys.stderr, flush=True)
 
         return measure.run(plan, progress=progress).as_dict()
-    return json.loads(RECORDED.read_text(encoding="utf-8"))
+    from derive import measure
+
+    return measure.recompute(json.loads(RECORDED.read_text(encoding="utf-8")))
 
 
 def described(result: dict[str, Any]) -> str:
@@ -60,7 +62,12 @@ def ceilings_section(setup: Setup, result: dict[str, Any]) -> Section:
                 f"against a roofline time of "
                 f"{{predicted}}: {{bandwidth}} and {{achieved}}, at {{intensity}} FLOP per byte, "
                 f"{'left' if bound == 'memory' else 'right'} of the ridge: {bound}-bound, at {{fraction}} % of the "
-                f"{'copy' if bound == 'memory' else 'matmul'} ceiling.",
+                f"{'copy' if bound == 'memory' else 'matmul'} ceiling"
+                + (
+                    ", which cannot be: the ceiling's run was too small or too noisy to be the machine's."
+                    if fraction > 1
+                    else "."
+                ),
                 {
                     "bytes": Quantity(sympy.Float(phase["bytes"], 6), "byte"),
                     "flops": Quantity(sympy.Float(phase["flops"], 6), "FLOP"),

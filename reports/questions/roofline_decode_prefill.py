@@ -117,7 +117,13 @@ def build(inputs: Inputs) -> Answer:
         "summary",
         answer.summary.text + " Measured here ({machine}), a batch-1 decode step ran "
         "at {decode_fraction} % of the copy ceiling and a {prompt} prefill at {prefill_fraction} % "
-        "of the matmul ceiling: the numbers themselves put each on its side of the ridge.",
+        "of the matmul ceiling"
+        + (
+            ": the numbers themselves put each on its side of the ridge."
+            if max(decode_measured["bandwidth_fraction"], prefill_measured["flops_fraction"]) <= 1
+            else ", past a ceiling, which cannot be: that ceiling's run was too small or too noisy to be the "
+            "machine's, and a full 'derive measure' settles it."
+        ),
         {
             **answer.summary.quantities,
             "machine": Quantity(described(recorded)),

@@ -1,0 +1,91 @@
+"""The one scenario builder: inputs by name (as an option, `--set`, a question or the API gives them) to a Setup.
+
+Every entry point goes through `build`: the CLI's options, a question's inputs, the sweep's fixed
+values. It resolves catalog names and config paths, applies the datasheet overrides, fills the
+defaults below (recording which were used, for "defaults used:"), validates every count through
+derive/validate.py, and checks a context the user gave against the model's position limit.
+
+This module imports nothing heavy at import time: the CLI reads DEFAULTS for its help text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# The one default of each input every command shares (the tensor-parallel degree has a rule instead:
+# the smallest power of two whose memory holds the weights and one sequence, derivations.common.smallest_tp).
+DEFAULTS: dict[str, Any] = {
+    "gpu": "h100",
+    "dtype": "bf16",
+    "context": 2048,
+    "batch": 1,
+    "prompt": 2048,
+    "output": 256,
+    "tokens": 1,
+}
+# Datasheet figures an input may override, each the unit it must carry.
+OVERRIDES = {"bandwidth": "byte/second", "flops": "FLOP/second", "memory": "byte", "power": "watt"}
+# Inputs passed to the Setup as they are (validated there).
+_PLAIN = ("tp", "claim", "floor", "allow_long_context")
+
+
+def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str] | None = None) -> Any:
+    """A derivations.Setup from `values`.
+
+    `values` maps input names to values; a name present with the value None was offered and left to its
+    default (it is listed in the Setup's defaults), a name absent was not offered. `given` names the inputs
+    the user set; by default every name with a value. `model` is a catalog name or a loaded Model, `config`
+    a path to a config.json; `gpu` and `vs` are names or loaded accelerators.
+    """
+    from derive.catalog import Gpu, Model, load_config_path, load_gpu, load_model
+    from derive.derivations.common import Setup
+    from derive.errors import DeriveError
+
+    given = {k for k, v in values.items() if v is not None} if given is None else set(given)
+    model, config = values.get("model"), values.get("config")
+    if model is not None and config is not None:
+        raise DeriveError("--model and --config both given", "Pass one of them")
+    if config is not None:
+        model = load_config_path(config)
+    elif model is None:
+        raise DeriveError("no model given", "Pass --model NAME (see 'derive models') or --config PATH")
+    elif not isinstance(model, Model):
+        model = load_model(model)
+    defaults = [key for key in DEFAULTS if key in values and values[key] is None]
+    filled = {key: values.get(key) if values.get(key) is not None else default for key, default in DEFAULTS.items()}
+
+    fields: dict[str, Any] = {key: filled[key] for key in ("context", "batch", "prompt", "output", "tokens")}
+    fields["dtype"] = str(filled["dtype"]).lower()
+    if values.get("kv_dtype"):
+        fields["kv_dtype"] = str(values["kv_dtype"]).lower()
+    fields.update({key: values[key] for key in _PLAIN if values.get(key) is not None})
+    overrides = figures(values)
+    if need_gpu or values.get("gpu") is not None or overrides:
+        gpu = filled["gpu"]
+        fields["gpu"] = (gpu if isinstance(gpu, Gpu) else load_gpu(gpu)).with_overrides(**overrides)
+    else:
+        defaults = [key for key in defaults if key != "gpu"]
+    if values.get("vs") is not None:
+        fields["vs"] = values["vs"] if isinstance(values["vs"], Gpu) else load_gpu(values["vs"])
+    link = values.get("link")
+    if link is not None:
+        fields["link_name"] = values.get("link_name") or str(link)
+        if not (isinstance(link, str) and link.strip().lower() == "nvlink"):
+            fields["link"] = _quantity(link, "byte/second", "link")
+    setup = Setup(model=model, defaults=tuple(defaults), **fields)
+    return setup.check_context() if "context" in given else setup
+
+
+def figures(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The datasheet overrides among `values`, each checked for its unit ('3.35 TB/s')."""
+    return {key: _quantity(values[key], unit, key) for key, unit in OVERRIDES.items() if values.get(key)}
+
+
+def _quantity(value: Any, unit: str, key: str) -> Any:
+    """A figure as typed ('3.35 TB/s', checked) or already a value in base units (left alone)."""
+    if not isinstance(value, str):
+        return value
+    from derive import validate
+
+    return validate.quantity(value, unit, f"--{key}")
