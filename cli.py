@@ -192,17 +192,18 @@ batch_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the derivation.")
 
 
-def _setup(kwargs: dict[str, Any], need_gpu: bool = False) -> Any:
-    """The command's options, as the one scenario builder takes them (derive/scenario.py)."""
-    from derive import scenario
-
-    return scenario.build(kwargs, need_gpu=need_gpu)
+def _emit(result: Any, as_json: bool) -> None:
+    click.echo(result.to_json() if as_json else result.to_text(), nl=False)
 
 
-def _emit(sheet: Any, as_json: bool) -> None:
-    from derive.render import render_text, to_json
+def _doc(api_name: str) -> str:
+    """A command's help: the first paragraph of its API function's docstring (one text for both)."""
+    from derive import api
 
-    click.echo(to_json(sheet) if as_json else render_text(sheet), nl=False)
+    return str(getattr(api, api_name).__doc__).split("\n\n")[0].strip()
+
+
+figure_option = click.option("--figure", type=_PathText("FILE"), help="Also draw the figure to this .svg (and .png).")
 
 
 @click.group(cls=_DeriveGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -215,67 +216,37 @@ def cli() -> None:
     """
 
 
-@cli.command()
-@model_options
-@json_option
-def params(as_json: bool, **kwargs: Any) -> None:
-    """Parameter count from the config: breakdown, total, active, embedding."""
-    from derive import derivations
-
-    _emit(derivations.params(_setup(kwargs)), as_json)
-
-
-@cli.command()
-@model_options
-@workload_options
-@batch_option
-@json_option
-def kv(as_json: bool, **kwargs: Any) -> None:
-    """KV-cache bytes per token, per sequence and for the batch (MHA, GQA, MLA)."""
-    from derive import derivations
-
-    _emit(derivations.kv(_setup(kwargs)), as_json)
-
-
-@cli.command()
-@model_options
-@gpu_options_for(*ROOFLINE)
-@workload_options
-@tp_option
-@json_option
-def knee(as_json: bool, **kwargs: Any) -> None:
-    """Decode step time against batch: the knee, whether one exists, the memory ceiling.
-
-    t(B) = max((W + B·S·k)/(n·BW), B·(τ·F + S·a)/(n·P)) per accelerator, solved in
-    closed form for the batch where the two meet.
-    """
-    from derive import derivations
-
-    _emit(derivations.knee(_setup(kwargs, need_gpu=True)), as_json)
+@cli.group()
+def crossover() -> None:
+    """Closed-form crossovers: where KV reads overtake weight reads, where prefill turns compute-bound."""
 
 
 def _sheet_command(
     name: str,
-    function: str,
-    doc: str,
+    api_name: str,
     *extra: Callable[..., Any],
     need_gpu: bool = True,
     reads: tuple[str, ...] = ("context", "dtype", "kv_dtype"),
     figures: tuple[str, ...] = ROOFLINE,
+    figure: bool = False,
 ) -> None:
-    """Register a command that builds one sheet with the shared options it `reads` (one place for the pattern).
+    """Register a command that is one API call (derive/api.py) with the shared options it `reads`.
 
-    An option the sheet does not read is not offered: a --context that changes nothing is a trap.
+    An option the derivation does not read is not offered: a --context that changes nothing is a trap.
     """
 
     def command(as_json: bool, **kwargs: Any) -> None:
-        import importlib
+        from derive import api, validate
 
-        module, _, attribute = function.rpartition(".")
-        build = getattr(importlib.import_module(module), attribute)
-        _emit(build(_setup(kwargs, need_gpu=need_gpu)), as_json)
+        path = kwargs.pop("figure", None)
+        if path:
+            validate.output_file(path, "--figure")  # before any work: an unwritable path fails first
+        result = getattr(api, api_name)(**kwargs)
+        if path:
+            result.figure(path)
+        _emit(result, as_json)
 
-    command.__doc__ = doc
+    command.__doc__ = _doc(api_name)
     decorated: Any = command
     for decorator in reversed(
         (
@@ -283,17 +254,13 @@ def _sheet_command(
             *((gpu_options_for(*figures),) if need_gpu else ()),
             *(WORKLOAD[r] for r in reads),
             *extra,
+            *((figure_option,) if figure else ()),
             json_option,
         )
     ):
         decorated = decorator(decorated)
     group = crossover if name.startswith("crossover ") else cli
-    group.command(name.removeprefix("crossover "))(decorated)
-
-
-@cli.group()
-def crossover() -> None:
-    """Closed-form crossovers: where KV reads overtake weight reads, where prefill turns compute-bound."""
+    group.command(name=name.split()[-1])(decorated)
 
 
 prompt_option = click.option("--prompt", type=COUNT, help=f"Prompt tokens per request. Default: {DEFAULTS['prompt']}.")
@@ -317,131 +284,53 @@ claim_option = click.option(
     help="The claimed tokens per second per user.",
 )
 
+_sheet_command("params", "params", need_gpu=False, reads=())
+_sheet_command("kv", "kv", batch_option, need_gpu=False, figure=True)
+_sheet_command("knee", "knee", tp_option, figure=True)
+_sheet_command("flops", "flops", need_gpu=False, reads=("context",))
+_sheet_command("fit", "fit", tp_option, figures=("memory",))
+_sheet_command("intensity", "intensity", batch_option, figures=("bandwidth", "flops"), figure=True)
+_sheet_command("crossover kv-weights", "crossover_kv_weights", batch_option, figures=("memory",), figure=True)
 _sheet_command(
-    "flops",
-    "derive.derivations.costs.flops",
-    "FLOPs per token beyond the 2N rule: weights, attention at the context, the parameters that do no "
-    "arithmetic, and the context where attention equals the weights.",
-    need_gpu=False,
-    reads=("context",),
-)
-_sheet_command(
-    "fit",
-    "derive.derivations.costs.fit",
-    "How many sequences of a context fit beside the weights on --tp accelerators.",
-    tp_option,
-    figures=("memory",),
-)
-_sheet_command(
-    "intensity",
-    "derive.derivations.costs.intensity",
-    "Decode arithmetic intensity per operation at --batch, the ridge point, and the flip batch.",
-    batch_option,
-    figures=("bandwidth", "flops"),
-)
-_sheet_command(
-    "crossover kv-weights",
-    "derive.derivations.costs.crossover_kv_weights",
-    "The context at which a batch's KV reads equal the weight reads, and the KV footprint there.",
-    batch_option,
-    figures=("memory",),
-)
-_sheet_command(
-    "crossover prefill",
-    "derive.derivations.costs.crossover_prefill",
-    "The prompt length at which prefill turns compute-bound (closed form).",
-    reads=("dtype", "kv_dtype"),
-    figures=("bandwidth", "flops"),
+    "crossover prefill", "crossover_prefill", reads=("dtype", "kv_dtype"), figures=("bandwidth", "flops"), figure=True
 )
 _sheet_command(
     "predict",
-    "derive.derivations.costs.predict",
-    "TTFT, TPOT, throughput and end-to-end latency: the roofline floor and, beside it, the estimate calibrated "
-    "on profiled kernels (formulas/calibration.json), every term shown.",
+    "predict",
     tp_option,
     batch_option,
     prompt_option,
     output_option,
     floor_option,
     reads=("dtype", "kv_dtype"),
+    figure=True,
 )
+_sheet_command("compare", "compare", tp_option, vs_option)
+_sheet_command("experts", "experts", batch_option, need_gpu=False, reads=("dtype",), figure=True)
+_sheet_command("energy", "energy", tp_option, batch_option, figures=tuple(GPU_FIGURES))
 _sheet_command(
-    "compare",
-    "derive.derivations.costs.compare",
-    "One model on two accelerators: bandwidth, compute, capacity and throughput ratios.",
-    tp_option,
-    vs_option,
+    "shard", "shard", tp_option, tokens_option, link_option, reads=("dtype",), figures=("bandwidth", "flops")
 )
-
+_sheet_command("claim", "claim", tp_option, claim_option, figures=("bandwidth", "memory"))
+_sheet_command("attention-memory", "attention_memory", need_gpu=False, reads=("context", "dtype"))
 _sheet_command(
-    "experts",
-    "derive.derivations.moe.experts",
-    "MoE expert coverage at a decode batch: experts touched, parameters and bytes read per step.",
-    batch_option,
-    need_gpu=False,
-    reads=("dtype",),
-)
-_sheet_command(
-    "energy",
-    "derive.derivations.energy.energy",
-    "Energy per output token from power and the roofline throughput, at batch 1 and the largest batch.",
+    "utilisation",
+    "utilisation",
     tp_option,
     batch_option,
-    figures=tuple(GPU_FIGURES),
-)
-_sheet_command(
-    "shard",
-    "derive.derivations.sharding.shard",
-    "One FFN layer under tensor parallelism: FLOPs, weight, activation and all-reduce bytes, and which of "
-    "compute, HBM or network binds.",
-    tp_option,
-    tokens_option,
-    link_option,
-    reads=("dtype",),
+    click.option(
+        "--step-time",
+        type=_Quantity("second", "36 ms"),
+        help="The measured decode step time. Default: the roofline step time (a 100% floor).",
+    ),
+    click.option(
+        "--recompute",
+        type=_Number(0, 10, zero=True),
+        default="0",
+        help="Recomputed FLOPs as a fraction of the model's (activation checkpointing). Default: 0.",
+    ),
     figures=("bandwidth", "flops"),
 )
-_sheet_command(
-    "claim",
-    "derive.derivations.claim.claim",
-    "Sanity-check a claimed tokens/s per user against the bandwidth floor, and what would make it true.",
-    tp_option,
-    claim_option,
-    figures=("bandwidth", "memory"),
-)
-_sheet_command(
-    "attention-memory",
-    "derive.derivations.attention_memory.attention_memory",
-    "Bytes naive attention writes for the full score matrix against a tiled (FlashAttention) kernel.",
-    need_gpu=False,
-    reads=("context", "dtype"),
-)
-
-
-@cli.command()
-@model_options
-@gpu_options_for("bandwidth", "flops")
-@workload_options
-@tp_option
-@batch_option
-@click.option(
-    "--step-time",
-    type=_Quantity("second", "36 ms"),
-    help="The measured decode step time. Default: the roofline step time (a 100% floor).",
-)
-@click.option(
-    "--recompute",
-    type=_Number(0, 10, zero=True),
-    default="0",
-    help="Recomputed FLOPs as a fraction of the model's (activation checkpointing). Default: 0.",
-)
-@json_option
-def utilisation(step_time: Any, recompute: float, as_json: bool, **kwargs: Any) -> None:
-    """MBU, MFU and HFU of a decode step, from a measured step time and the counted bytes and FLOPs."""
-    import sympy
-
-    from derive.derivations.utilisation import utilisation as build
-
-    _emit(build(_setup(kwargs, need_gpu=True), step_time, sympy.Rational(recompute)), as_json)
 
 
 @cli.command()
@@ -454,7 +343,7 @@ def measure(quick: bool, out: str | None, figure: str | None, as_json: bool) -> 
     import json as json_module
     from pathlib import Path
 
-    from derive import measure as measuring
+    from derive import measurement as measuring
     from derive import validate
 
     out_file = validate.output_file(out) if out else None  # checked before a minute of measuring
@@ -476,7 +365,7 @@ def simulate() -> None:
     """Discrete-event simulations driven by the step-time model."""
 
 
-@simulate.command(name="batching")
+@simulate.command(name="batching", help=_doc("simulate_batching"))
 @model_options
 @gpu_options_for(*ROOFLINE)
 @dtype_option
@@ -520,42 +409,25 @@ def simulate_batching(
     figure: str | None,
     **kwargs: Any,
 ) -> None:
-    """Static, dynamic and continuous batching: throughput, time to first token, latency."""
-    from derive import measure as measuring
-    from derive import validate
-    from derive.derivations.batching import Traffic, batching
-    from derive.errors import DeriveError
+    from derive import api, validate
 
     if figure:
-        validate.output_file(figure, "--figure")
-    low, sep, high = replies.partition(":")
-    if not (sep and low.isdigit() and high.isdigit() and 1 <= int(low) <= int(high)):
-        raise DeriveError(f"--replies '{replies}' is not MIN:MAX", "For example --replies 8:256")
-    traffic = Traffic(
+        validate.output_file(figure, "--figure")  # before the simulation: an unwritable path fails first
+    result = api.simulate_batching(
         requests=requests,
-        seats=batch,
-        shortest=int(low),
-        longest=int(high),
-        rate=float(rate) if rate is not None else None,
-        load=float(load),
-        all_at_once=arrivals == "all",
-        max_wait=float(max_wait) if max_wait is not None else 0.05,
+        batch=batch,
+        replies=replies,
+        arrivals=arrivals,
+        rate=rate,
+        load=load,
+        max_wait=max_wait,
         seed=seed,
+        measured=measured,
+        **kwargs,
     )
-    measurement = measuring.load(measured) if measured else None
-    sheet, outcomes = batching(_setup(kwargs, need_gpu=True), traffic, measurement)
     if figure:
-        from pathlib import Path
-
-        from derive import figures
-
-        figures.seat_timeline(
-            Path(figure).with_suffix(""),
-            {p: o.timeline for p, o in outcomes.items()},
-            batch,
-            f"{sheet.inputs['model']} on {sheet.inputs['gpu']}: busy seats",
-        )
-    _emit(sheet, as_json)
+        result.figure(figure)
+    _emit(result, as_json)
 
 
 @cli.command()
@@ -580,8 +452,9 @@ def simulate_batching(
 @click.option("--allow-long-context", is_flag=True, help="Sweep contexts beyond a config's position limit anyway.")
 @click.option("--prompt", help=f"Prompt tokens. Default: {DEFAULTS['prompt']}.")
 @click.option("--output", help=f"Output tokens. Default: {DEFAULTS['output']}.")
-@click.option("--out", type=_PathText("FILE"), help="Write here (.csv or .jsonl); default: CSV to stdout.")
+@click.option("--out", type=_PathText("FILE"), help="Write here (.csv, .parquet or .jsonl); default: CSV to stdout.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@figure_option
 def sweep(
     target: str,
     models: str | None,
@@ -596,69 +469,77 @@ def sweep(
     flops: Any,
     memory: Any,
     power: Any,
+    figure: str | None,
     **numeric: str | None,
 ) -> None:
     """Evaluate TARGET ('predict' or any formula name) over a grid, compiled once to numpy.
 
     Configurations that do not fit in memory are kept and marked fits=0. Datasheet overrides apply to every
-    accelerator swept.
+    accelerator swept. Columns are typed and carry their unit in their name (and, in Parquet, in the
+    field's metadata).
     """
     import sys as system
 
-    from derive import scenario, validate
-    from derive import sweep as sweeping
-    from derive.catalog import load_gpu
+    from derive import api, validate
     from derive.errors import DeriveError
 
     target_file = validate.output_file(out) if out else None
-    if not models and not configs:
-        raise DeriveError("no model given", "Pass --model NAMES (see 'derive models') or --config PATH")
-    figures = {"bandwidth": bandwidth, "flops": flops, "memory": memory, "power": power}
-    context_axis = numeric.get("context")
-    contexts = sweeping.parse_axis("context", context_axis) if context_axis else []
-    sources = [("model", name) for name in (sweeping.parse_axis("model", models) if models else [])]
-    sources += [("config", path) for path in configs]
-    # Each model goes through the one scenario builder, so a --config and a context are checked as every
-    # command checks them.
-    workload = {"context": max(contexts, default=None), "allow_long_context": allow_long_context or None}
-    loaded = [scenario.build({key: source, **workload}).model for key, source in sources]
-    categorical = {
-        "model": loaded,
-        "gpu": [load_gpu(g).with_overrides(**scenario.figures(figures)) for g in sweeping.parse_axis("gpu", gpus)],
-        "dtype": sweeping.parse_axis("dtype", dtypes.lower()),
-    }
-    defaults = {key: DEFAULTS[key] for key in ("batch", "context", "prompt", "output")}  # tp: the smallest that fits
-    grid = sweeping.Grid(
-        categorical,
-        {axis: sweeping.parse_axis(axis, text) for axis, text in numeric.items() if text is not None},
-        defaults,
-        kv_dtype.lower() if kv_dtype else None,
+    if figure:
+        validate.output_file(figure, "--figure")  # before any work: an unwritable path fails first
+    fmt = _sweep_format(out)
+    planned = api.sweep(
+        target,
+        models,
+        gpus,
+        config=configs,
+        dtype=dtypes,
+        kv_dtype=kv_dtype,
+        bandwidth=bandwidth,
+        flops=flops,
+        memory=memory,
+        power=power,
+        allow_long_context=allow_long_context,
+        **numeric,
     )
-    chosen = sweeping.predict_target() if target == "predict" else sweeping.formula_target(target)
-    if "tp" not in grid.numeric and not quiet:
-        picks = ", ".join(
-            f"{m.name} on {g.name} ({d}): {sweeping.chosen_tp(m, g, d, defaults['context'], grid.kv_dtype)}"
-            for m in categorical["model"]
-            for g in categorical["gpu"]
-            for d in categorical["dtype"]
-        )
-        click.echo(f"derive: tp not given, the smallest power of two that fits: {picks}", err=True)
-    fmt = "jsonl" if out and out.endswith((".jsonl", ".json")) else "csv"
+    picks = planned.picks()
+    if picks and not quiet:
+        chosen = ", ".join(f"{m} on {g} ({d}): {tp}" for m, g, d, tp in picks)
+        click.echo(f"derive: tp not given, the smallest power of two that fits: {chosen}", err=True)
 
     def write(handle: Any) -> int:
-        if quiet or grid.size < 100_000:
-            return sweeping.write(chosen, grid, handle, fmt)
-        with click.progressbar(length=grid.size, label="sweeping", file=system.stderr) as bar:
-            return sweeping.write(chosen, grid, handle, fmt, bar.update)
+        if quiet or planned.grid.size < 100_000:
+            return int(planned.write(handle, fmt))
+        with click.progressbar(length=planned.grid.size, label="sweeping", file=system.stderr) as bar:
+            return int(planned.write(handle, fmt, bar.update))
 
+    if figure:
+        planned.figure(figure)
     if target_file is None:
-        write(system.stdout)
+        if fmt == "parquet":
+            raise DeriveError("Parquet cannot go to the terminal", "Pass --out grid.parquet")
+        system.stdout.flush()
+        write(system.stdout.buffer)
+        system.stdout.buffer.flush()
         return
     # Written beside the target and renamed at the end: a sweep that fails leaves no header-only file.
-    with validate.atomic(target_file) as handle:
+    with validate.atomic(target_file, "wb") as handle:
         rows = write(handle)
-    if out:
-        click.echo(f"wrote {rows:,} rows to {out}", err=True)
+    click.echo(f"wrote {rows:,} rows to {out}", err=True)
+
+
+def _sweep_format(out: str | None) -> str:
+    """The format an --out path asks for by its suffix: .csv (and stdout), .parquet, .jsonl."""
+    from derive.errors import DeriveError
+
+    if out is None or out.endswith(".csv"):
+        return "csv"
+    if out.endswith(".parquet"):
+        return "parquet"
+    if out.endswith((".jsonl", ".json")):
+        return "jsonl"
+    raise DeriveError(
+        f"--out '{out}' is not .csv, .parquet or .jsonl", "Name the file grid.csv, grid.parquet or grid.jsonl"
+    )
 
 
 @cli.command()
@@ -670,7 +551,7 @@ def formulas(as_json: bool) -> None:
     click.echo(listing.formulas(as_json), nl=False)
 
 
-@cli.command(name="eval")
+@cli.command(name="eval", help=_doc("evaluate"))
 @click.argument("name")
 @model_options
 @gpu_options
@@ -680,13 +561,12 @@ def formulas(as_json: bool) -> None:
 @set_option
 @json_option
 def eval_command(name: str, settings: tuple[str, ...], as_json: bool, **kwargs: Any) -> None:
-    """Evaluate the library formula NAME (see 'derive formulas') for a model and accelerator."""
-    from derive.derivations import generic
+    from derive import api
 
-    _emit(generic.evaluate_formula(_setup(kwargs, need_gpu=True), name, list(settings)), as_json)
+    _emit(api.evaluate(name, settings=settings, **kwargs), as_json)
 
 
-@cli.command(name="solve")
+@cli.command(name="solve", help=_doc("solve"))
 @click.argument("equation")
 @click.option("--for", "unknown", required=True, help="The quantity to solve for, e.g. context.")
 @model_options
@@ -697,10 +577,9 @@ def eval_command(name: str, settings: tuple[str, ...], as_json: bool, **kwargs: 
 @set_option
 @json_option
 def solve_command(equation: str, unknown: str, settings: tuple[str, ...], as_json: bool, **kwargs: Any) -> None:
-    """Solve EQUATION ('kv_bytes = weight_bytes') for --for in closed form, then evaluate it."""
-    from derive.derivations import generic
+    from derive import api
 
-    _emit(generic.solve_equation(_setup(kwargs, need_gpu=True), equation, unknown, list(settings)), as_json)
+    _emit(api.solve(equation, unknown, settings=settings, **kwargs), as_json)
 
 
 @cli.command()

@@ -52,7 +52,7 @@ def ensure_venv() -> Path:
 def derive_seconds_per_config(repeat: int = 200) -> tuple[float, int]:
     """The same grid through derive's compiled predictor, repeated to time it well."""
     import formulas  # noqa: F401
-    from derive.sweep import Grid, compile_combination, evaluate_compiled, predict_target
+    from derive.sweeps import Grid, compile_combination, evaluate_compiled, predict_target
 
     grid = Grid(
         {"model": ["llama2-70b"], "gpu": ["h100"], "dtype": ["bf16"]},

@@ -17,7 +17,7 @@ import numpy as np
 
 from derive.calibration import FITTED
 from derive.catalog import Model, load_config_path, load_gpu, load_model
-from derive.sweep import compile_expression, predictor_inputs
+from derive.sweeps import compile_expression, predictor_inputs
 from formulas import calibrated as cal
 from formulas import notation as sym
 from formulas import prefill as pf

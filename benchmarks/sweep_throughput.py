@@ -6,7 +6,13 @@ the same compiled predictor evaluated one configuration at a time in Python.
 Targets (issue 6): at least 3 million points per second on one core, peak memory
 under 500 MB at 10^7 points, time linear and memory flat in the grid size.
 
-    python3 benchmarks/sweep_throughput.py
+Then the output (issue 13): a 10^6-row sweep end to end, from the sweep's inputs to the
+file closed, as CSV, Parquet and JSON lines, each in a fresh process; and the same through
+the command line (`derive sweep ... --out`), timed from the process start. Targets: under
+1 s for Parquet and under 2 s for CSV, at the same memory bound.
+
+    python3 benchmarks/sweep_throughput.py            # all of it
+    python3 benchmarks/sweep_throughput.py --outputs  # the writes alone
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ GRIDS = {
 
 def child(size: int) -> dict[str, float]:
     import formulas  # noqa: F401
-    from derive.sweep import Grid, compile_combination, evaluate_compiled, predict_target
+    from derive.sweeps import Grid, compile_combination, evaluate_compiled, predict_target
 
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     numeric = {axis: list(range(lo, hi + 1)) for axis, (lo, hi) in GRIDS[size].items()}
@@ -54,10 +60,89 @@ def child(size: int) -> dict[str, float]:
     }
 
 
+def write_child(fmt: str, path: str) -> dict[str, float]:
+    """A 10^6-row sweep written to `path`: seconds from the sweep's inputs to the file closed, and peak memory."""
+    start = time.perf_counter()
+    import pyarrow.csv  # noqa: F401  (the libraries the sweep loads: timed apart from the sweep itself)
+    import pyarrow.parquet  # noqa: F401
+
+    import derive
+    import derive.derivations.common  # noqa: F401
+    import derive.sweeps  # noqa: F401
+
+    imports = time.perf_counter() - start
+    start = time.perf_counter()
+    planned = derive.sweep("predict", "llama3-70b", "h100", tp=4, batch="1:1000", prompt="1:1000")
+    with open(path, "wb") as handle:
+        rows = planned.write(handle, fmt)
+    seconds = time.perf_counter() - start
+    import os
+
+    return {
+        "rows": rows,
+        "seconds": seconds,
+        "rows_per_s": rows / seconds,
+        "imports": imports,
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "bytes": os.path.getsize(path),
+    }
+
+
+def outputs() -> None:
+    import shutil
+    import tempfile
+
+    print()
+    print("10^6-row sweep written end to end (llama3-70b, h100, tp 4; batch 1:1000 x prompt 1:1000)")
+    print("  seconds: from the sweep's inputs to the file closed; imports: sympy, pyarrow and the formula library,")
+    print("  loaded once a process; CLI wall: `derive sweep ... --out` from process start to exit")
+    print(
+        f"{'format':>8} {'rows/s':>12} {'seconds':>8} {'imports s':>10} {'peak MB':>8} {'file MB':>8} "
+        f"{'CLI wall s':>11}"
+    )
+    folder = tempfile.mkdtemp()
+    derive_cli = shutil.which("derive") or "derive"
+    try:
+        for fmt, suffix in (("csv", "csv"), ("parquet", "parquet"), ("jsonl", "jsonl")):
+            path = f"{folder}/grid.{suffix}"
+            out = subprocess.run(
+                [sys.executable, __file__, "--write", fmt, path], capture_output=True, text=True, check=True
+            )
+            r = json.loads(out.stdout)
+            start = time.perf_counter()
+            subprocess.run(
+                [
+                    derive_cli,
+                    "sweep",
+                    "predict",
+                    "--model",
+                    "llama3-70b",
+                    "--tp",
+                    "4",
+                    "--batch",
+                    "1:1000",
+                    "--prompt",
+                    "1:1000",
+                    "--out",
+                    f"{folder}/cli.{suffix}",
+                    "--quiet",
+                ],
+                capture_output=True,
+                check=True,
+            )
+            wall = time.perf_counter() - start
+            print(
+                f"{fmt:>8} {r['rows_per_s']:>12,.0f} {r['seconds']:>8.2f} {r['imports']:>10.2f} {r['peak_mb']:>8.0f} "
+                f"{r['bytes'] / 1e6:>8.1f} {wall:>11.2f}"
+            )
+    finally:
+        shutil.rmtree(folder)
+
+
 def scalar_reference(count: int = 20_000) -> float:
     """The same compiled predictor, one configuration per call: configurations per second."""
     import formulas  # noqa: F401
-    from derive.sweep import compile_combination, predict_target
+    from derive.sweeps import compile_combination, predict_target
 
     compiled = compile_combination(
         predict_target(), "llama3-70b", "h100", "bf16", ("batch", "prompt"), {"tp": 4, "output": 256}
@@ -74,6 +159,12 @@ def scalar_reference(count: int = 20_000) -> float:
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         print(json.dumps(child(int(sys.argv[2]))))
+        return
+    if len(sys.argv) == 4 and sys.argv[1] == "--write":
+        print(json.dumps(write_child(sys.argv[2], sys.argv[3])))
+        return
+    if sys.argv[1:] == ["--outputs"]:
+        outputs()
         return
     print("sweep of the TTFT/TPOT predictor (llama3-70b, h100, bf16, tp 4; batch x prompt), one process per size")
     print(f"{'points':>12} {'points/s':>14} {'total s':>9} {'compile s':>10} {'peak MB':>9} {'after import MB':>16}")
@@ -97,6 +188,7 @@ def main() -> None:
         f"evaluation time 10^6 -> 10^7: x{growth:.1f} (linear is x10); peak memory 10^6 -> 10^7: "
         f"{results[10**6]['peak_mb']:.0f} -> {results[10**7]['peak_mb']:.0f} MB"
     )
+    outputs()
 
 
 if __name__ == "__main__":

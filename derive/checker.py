@@ -18,7 +18,7 @@ MODULES = [f"formulas.{name}" for name in _LIBRARY_MODULES]
 def run(modules: list[str] | None = None) -> tuple[str, int]:
     """A report of every formula with its unit, and the number of failures."""
     from derive.catalog import load_model, model_names
-    from derive.formula import LIBRARY
+    from derive.library import LIBRARY
     from derive.render import text
 
     lines, failures = [], 0

@@ -6,7 +6,7 @@ expressions) and only draws them; axis labels carry units.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +119,52 @@ def experts_against_batch(stem: Path, batches: Any, touched: Any, experts: int, 
     ax.set_ylabel("routed experts touched per layer")
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, loc="center right")
+    save(fig, stem)
+
+
+def lines(
+    stem: Path,
+    x: Any,
+    series: Sequence[tuple[str, Any]],
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    vertical: Sequence[tuple[float, str]] = (),
+    horizontal: Sequence[tuple[float, str]] = (),
+    log: bool = False,
+) -> None:
+    """Curves over one axis, with marked values (a chosen input, a ridge) as dotted lines."""
+    plt = pyplot()
+    fig, ax = plt.subplots()
+    for i, (label, y) in enumerate(series):
+        ax.plot(x, y, color=f"C{i}", lw=1.5, label=label)
+    for value, label in vertical:
+        ax.axvline(value, color="grey", ls=":", lw=1, label=label)
+    for value, label in horizontal:
+        ax.axhline(value, color="C3", ls="--", lw=1, label=label)
+    if log:
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    save(fig, stem)
+
+
+def series(
+    stem: Path, curves: Mapping[str, tuple[Sequence[float], Sequence[float]]], xlabel: str, ylabel: str, title: str
+) -> None:
+    """One line per labelled (x, y) series: a sweep's output against its axis."""
+    plt = pyplot()
+    fig, ax = plt.subplots()
+    for i, (label, (xs, ys)) in enumerate(curves.items()):
+        ax.plot(xs, ys, color=f"C{i % 10}", lw=1.5, marker="." if len(xs) < 30 else None, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    if len(curves) <= 12:
+        ax.legend(fontsize=8)
     save(fig, stem)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from derive.catalog import _gpu_index, _model_index, gpu_names, load_gpu, load_model, model_names
 from derive.derivations.common import model_library
-from derive.evaluate import evaluate
+from derive.evaluation import evaluate
 from derive.render import listing_json
 from derive.units import format_quantity
 from formulas import notation as sym

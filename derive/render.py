@@ -14,7 +14,7 @@ from sympy.printing.latex import LatexPrinter
 from sympy.printing.str import StrPrinter
 
 from derive.sheet import Compute, Given, Heading, Note, Sheet, Solve
-from derive.solve import Solution
+from derive.solving import Solution
 from derive.symbols import Sym, lookup
 from derive.units import base_unit_text, format_quantity
 

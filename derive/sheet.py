@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from derive.evaluate import Values, evaluate
-from derive.formula import LIBRARY, Formula, Library
-from derive.solve import Solution
+from derive.evaluation import Values, evaluate
+from derive.library import LIBRARY, Formula, Library
+from derive.solving import Solution
 from derive.symbols import Sym
 
 
@@ -121,8 +121,8 @@ class Work:
 
     def solve(self, lhs: sympy.Expr, rhs: sympy.Expr, unknown: Sym):  # type: ignore[no-untyped-def]
         """lhs = rhs solved for `unknown` in this work's library, the piece that holds picked at its values."""
-        from derive.evaluate import evaluate
-        from derive.solve import solve
+        from derive.evaluation import evaluate
+        from derive.solving import solve
 
         return solve(lhs, rhs, unknown, self.library, at=lambda expr: evaluate(expr, self.values, self.library))
 

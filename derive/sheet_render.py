@@ -160,8 +160,25 @@ def render(answer: Any, fmt: str, figures_dir: str = "figures") -> str:
     return template.render(answer=answer, figures=figures_dir)
 
 
+def render_sheet(sheet: Sheet, fmt: str) -> str:
+    """One command's derivation as Markdown ('md') or a LaTeX fragment ('tex'): the API's to_markdown/to_latex."""
+    return environment(fmt).get_template(f"derivation.{fmt}.j2").render(sheet=sheet)
+
+
 def render_book(answers: list[Any], figures_dir: str = "figures") -> str:
     return environment("tex").get_template("book.tex.j2").render(answers=answers, figures=figures_dir)
 
 
-__all__ = ["Compute", "Figure", "Given", "Heading", "Note", "Quantity", "Sheet", "Solve", "render", "render_book"]
+__all__ = [
+    "Compute",
+    "Figure",
+    "Given",
+    "Heading",
+    "Note",
+    "Quantity",
+    "Sheet",
+    "Solve",
+    "render",
+    "render_book",
+    "render_sheet",
+]

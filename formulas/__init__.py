@@ -13,7 +13,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from derive.formula import Library
+    from derive.library import Library
 
 MODULES = (
     "memory",
@@ -42,7 +42,7 @@ MODULES = (
 @cache
 def library() -> Library:
     """Every library formula, defined and unit-checked once."""
-    from derive.formula import LIBRARY
+    from derive.library import LIBRARY
 
     for module in MODULES:
         importlib.import_module(f"formulas.{module}")

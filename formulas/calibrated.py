@@ -12,7 +12,7 @@ the floor. The fitted values per accelerator are in formulas/calibration.json
 
 import sympy
 
-from derive.formula import formula
+from derive.library import formula
 from derive.symbols import Sym, define
 from formulas.flops import F_att
 from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, d_ff, kv_total, n, tau

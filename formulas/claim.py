@@ -7,7 +7,7 @@ needs: fewer bits per weight, more tokens per pass (speculation), or a batch (th
 figure read as aggregate throughput).
 """
 
-from derive.formula import formula
+from derive.library import formula
 from derive.symbols import constant, define
 from derive.units import to_base_factor
 from formulas.notation import B, t_mem, tau

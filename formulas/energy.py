@@ -5,7 +5,7 @@ accelerators' own draw (a memory-bound step usually draws less), and nothing for
 the host, the network or cooling.
 """
 
-from derive.formula import formula
+from derive.library import formula
 from derive.symbols import define
 from formulas.notation import B, n, t_step, tau
 

@@ -1,6 +1,6 @@
 """FLOPs per token: the matmuls through the weights, attention over the context, and where 2N breaks."""
 
-from derive.formula import formula
+from derive.library import formula
 from derive.symbols import define
 from formulas.notation import F, N, N_act, N_mm, S, a, c_mac
 

@@ -6,7 +6,7 @@ Activation traffic (2·B·tau·(d_in + d_out) values a GEMM) is left out: at dec
 is small beside the d_in·d_out weights.
 """
 
-from derive.formula import formula
+from derive.library import formula
 from derive.symbols import define
 from formulas.notation import BW, B, P, a, b_w, c_mac, k, tau
 

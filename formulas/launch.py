@@ -8,7 +8,7 @@ per-node gap.
 
 import sympy
 
-from derive.formula import formula
+from derive.library import formula
 from derive.symbols import define
 from formulas.fusion import t_l
 from formulas.notation import L, k_l, t_step

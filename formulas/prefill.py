@@ -5,7 +5,7 @@ Efficiencies default to 1: the predictions are floors, and a real server is slow
 
 import sympy
 
-from derive.formula import formula
+from derive.library import formula
 from derive.symbols import define
 from formulas.notation import BW, B, F, F_pre, K_pr, P, S_o, S_p, a, k, n, t_step, tau
 from formulas.reads import W_pre

@@ -6,7 +6,7 @@ answer's prose is a formula result like any other, not arithmetic done in the te
 
 import sympy
 
-from derive.formula import LIBRARY, Formula, formula
+from derive.library import LIBRARY, Formula, formula
 from derive.symbols import define
 from formulas.claim import r_claim, r_floor
 from formulas.flops import F_2n, F_tot

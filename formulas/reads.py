@@ -7,7 +7,7 @@ experts its tokens touch; such a model replaces these with its own sums
 (derive/architecture/build.py), so every roofline and sheet reads what the step reads.
 """
 
-from derive.formula import formula
+from derive.library import formula
 from derive.symbols import define
 from formulas.notation import B, N, N_look, S_p, b_w, n_g, tau
 

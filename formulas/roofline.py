@@ -7,7 +7,7 @@ A step reads W_read, not W: what it multiplies through (formulas/reads.py).
 
 import sympy
 
-from derive.formula import formula
+from derive.library import formula
 from formulas.flops import F_att
 from formulas.notation import BW, B, B_max, F, M, P, R, W, kv_seq, kv_total, n, t_comp, t_mem, t_step, tau
 from formulas.reads import W_read

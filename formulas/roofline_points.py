@@ -2,7 +2,7 @@
 
 import sympy
 
-from derive.formula import formula
+from derive.library import formula
 from derive.symbols import define
 from formulas.intensity import I_w
 from formulas.notation import BW, P

@@ -9,7 +9,7 @@ up, down), 2 otherwise (up, down); biases (f + d values) are left out.
 
 import sympy
 
-from derive.formula import LIBRARY, Formula, formula
+from derive.library import LIBRARY, Formula, formula
 from derive.symbols import define
 from formulas.notation import BW, P, b_w, c_mac, d, d_ff, n
 

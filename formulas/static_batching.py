@@ -6,7 +6,7 @@ expected maximum of n uniform draws is L_lo + (L_hi - L_lo) n/(n + 1) (the order
 the uniform distribution), while each seat produces only the mean (L_lo + L_hi)/2.
 """
 
-from derive.formula import formula
+from derive.library import formula
 from derive.symbols import define
 from formulas.notation import R, t_step, tau
 

@@ -6,7 +6,7 @@ per second the loader must deliver, its bytes per second, and how many tokeniser
 if text is tokenised online.
 """
 
-from derive.formula import formula
+from derive.library import formula
 from derive.symbols import define
 from formulas.notation import N, P, c_mac
 

@@ -5,7 +5,7 @@ could do in the time it took. They need a measured step time; the roofline
 (formulas/roofline.py) gives the floor it is compared with.
 """
 
-from derive.formula import formula
+from derive.library import formula
 from derive.symbols import define
 from formulas.flops import F_att
 from formulas.notation import BW, B, F, P, kv_total, n, t_step, tau

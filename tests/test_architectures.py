@@ -14,7 +14,7 @@ import sympy
 
 from derive.catalog import load_model
 from derive.derivations.common import model_library
-from derive.evaluate import evaluate
+from derive.evaluation import evaluate
 from formulas import notation as sym
 
 ORACLE = {

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from derive.calibration import FITTED, calibration
 from derive.catalog import load_gpu
-from derive.sweep import Grid, evaluate_grid, predict_target
+from derive.sweeps import Grid, evaluate_grid, predict_target
 
 
 def _json(run, *args):

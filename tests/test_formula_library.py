@@ -10,7 +10,7 @@ import sympy
 from derive.catalog import load_gpu, load_model
 from derive.derivations import costs, generic
 from derive.derivations.common import Setup, model_library
-from derive.evaluate import evaluate
+from derive.evaluation import evaluate
 from formulas import notation as sym
 from formulas import prefill as pf
 

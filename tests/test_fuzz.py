@@ -11,7 +11,7 @@ from derive.architecture.families import READERS
 from derive.architecture.families import read_architecture as read_config
 from derive.catalog import Model, load_config_path
 from derive.errors import DeriveError
-from derive.evaluate import evaluate
+from derive.evaluation import evaluate
 from derive.units import parse_quantity
 from formulas import library
 from formulas import notation as sym

@@ -9,7 +9,7 @@ import sympy
 
 from derive.catalog import load_gpu, load_model
 from derive.derivations import Setup, knee
-from derive.evaluate import evaluate
+from derive.evaluation import evaluate
 from formulas import library, reads
 from formulas import notation as sym
 

@@ -16,7 +16,7 @@ from derive.architecture.families import read_architecture
 from derive.catalog import Model
 from derive.derivations.common import Setup, model_library
 from derive.derivations.costs import crossover_kv_weights
-from derive.evaluate import evaluate
+from derive.evaluation import evaluate
 from formulas import notation as sym
 
 EXAMPLES = 5000 if os.environ.get("HYPOTHESIS_PROFILE") == "long" else 40

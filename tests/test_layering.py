@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-MACHINERY = ["units", "symbols", "dimensions", "formula", "solve", "evaluate", "sheet", "render", "errors", "names"]
+MACHINERY = ["units", "symbols", "dimensions", "library", "solving", "evaluation", "sheet", "render", "errors", "names"]
 ABOVE_MACHINERY = ("formulas", "derive.architecture", "derive.catalog", "derive.derivations", "derive.answers", "cli")
 ABOVE_LIBRARY = ("derive.architecture", "derive.catalog", "derive.derivations", "derive.answers", "reports", "cli")
 ABOVE_MODELS = ("derive.catalog", "derive.derivations", "derive.answers", "reports", "cli")

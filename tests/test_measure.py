@@ -69,9 +69,9 @@ def test_report_and_figure(measured):
 def test_prefill_flops_are_the_formulas_own_not_a_doubled_numerator():
     # Issue 15: 960·(247.2 M + 960·36.86 k/2) = 254.3 GFLOP for GPT-2 small's 960-token prompt (2·N_mm per token,
     # and attention of 4·layers·d FLOPs per token of context, causal: half the prompt on average).
-    from derive import measure
+    from derive import measurement as measure
     from derive.derivations.common import model_library
-    from derive.evaluate import evaluate
+    from derive.evaluation import evaluate
     from formulas import notation as sym
 
     model = measure.measured_model({})
@@ -94,7 +94,7 @@ def test_a_recorded_result_is_derived_again_from_the_library():
 
 
 def test_a_fraction_past_its_ceiling_is_not_reported_as_achieved():
-    from derive import measure
+    from derive import measurement as measure
 
     assert measure.fraction_text(0.69, "copy") == "at 69% of the copy ceiling"
     assert "cannot be" in measure.fraction_text(7.08, "matmul")

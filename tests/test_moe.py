@@ -17,7 +17,7 @@ from derive.derivations.common import Setup
 from derive.derivations.costs import predict
 from derive.derivations.moe import experts
 from derive.errors import DeriveError
-from derive.evaluate import evaluate
+from derive.evaluation import evaluate
 from formulas import library, moe, reads
 from formulas import notation as sym
 

@@ -44,3 +44,16 @@ def test_every_command_table_example_runs_as_written(run, tmp_path, monkeypatch)
         if result.exit_code != 0:
             failed.append(f"{example}: {result.stderr.strip()[:200]}")
     assert not failed, "\n".join(failed)
+
+
+def test_the_python_session_runs_as_shown():
+    import doctest
+
+    import derive
+
+    session = re.search(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+    assert session, "the README's Python session is missing"
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    test = parser.get_doctest(session[1], {"derive": derive}, "README", "README.md", 0)
+    result = runner.run(test)
+    assert result.attempted >= 6 and result.failed == 0

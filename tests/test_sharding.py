@@ -12,7 +12,7 @@ from derive.catalog import load_gpu, load_model
 from derive.derivations.common import Setup
 from derive.derivations.sharding import shard
 from derive.errors import DeriveError
-from derive.evaluate import evaluate
+from derive.evaluation import evaluate
 from formulas import library
 from formulas import sharding as sh
 

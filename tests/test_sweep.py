@@ -13,7 +13,7 @@ from derive.catalog import load_gpu, load_model
 from derive.derivations.common import Setup
 from derive.derivations.costs import predict
 from derive.errors import DeriveError
-from derive.sweep import parse_axis
+from derive.sweeps import parse_axis
 
 
 def test_axis_syntax():
@@ -53,7 +53,7 @@ def test_predict_rows_match_the_scalar_derivation(run, tmp_path):
     assert len(rows) == 2 * 2 * 4 * 8 * 5 * 5
     checked = 0
     for row in rows[::37]:  # a spread sample; the scalar command refuses what does not fit
-        if row["fits"] == "0":
+        if row["fits"] == "false":
             continue
         checked += 1
         sheet = predict(
@@ -81,7 +81,7 @@ def test_predict_rows_match_the_scalar_derivation(run, tmp_path):
 def test_configurations_that_do_not_fit_are_marked_not_dropped(run):
     result = run("sweep", "predict", "--model", "llama3-70b", "--tp", "1,2", "--quiet")
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
-    assert [(r["tp"], r["fits"]) for r in rows] == [("1", "0"), ("2", "1")]  # 141 GB of weights on 80 GB GPUs
+    assert [(r["tp"], r["fits"]) for r in rows] == [("1", "false"), ("2", "true")]  # 141 GB of weights on 80 GB GPUs
 
 
 def test_any_formula_and_json_lines(run, tmp_path):
@@ -108,7 +108,7 @@ def test_unknown_model_in_a_list(run):
 
 def test_sympy_is_only_used_to_compile():
     # The evaluation itself is numpy: compiling a combination gives plain numpy functions.
-    from derive.sweep import compile_combination, predict_target
+    from derive.sweeps import compile_combination, predict_target
 
     compiled = compile_combination(
         predict_target(), "llama3-8b", "h100", "bf16", ("batch",), {"tp": 1, "prompt": 1000, "output": 200}

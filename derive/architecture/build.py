@@ -17,7 +17,7 @@ import sympy
 from derive.architecture.layers import CompressedAttention, Kind, LatentAttention, MoE
 from derive.architecture.model import Architecture
 from derive.errors import CatalogError
-from derive.formula import Formula
+from derive.library import Formula
 from derive.symbols import Sym, tagged
 from formulas import notation as n
 

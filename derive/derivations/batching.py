@@ -8,7 +8,7 @@ import sympy
 
 from derive.derivations.common import Setup, accelerator, decode_inputs, parallelism, start
 from derive.errors import DeriveError
-from derive.evaluate import evaluate, over
+from derive.evaluation import evaluate, over
 from derive.sheet import Sheet
 from derive.simulate import POLICIES, Outcome, StepTimes, simulate, workload
 from derive.units import format_quantity

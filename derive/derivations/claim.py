@@ -15,7 +15,7 @@ from derive.derivations.common import (
     start,
 )
 from derive.errors import DeriveError
-from derive.evaluate import evaluate
+from derive.evaluation import evaluate
 from derive.sheet import Sheet, Work
 from derive.units import format_quantity
 from formulas import claim as cl

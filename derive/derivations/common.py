@@ -9,8 +9,8 @@ import sympy
 from derive.architecture.build import kind_name
 from derive.catalog import Gpu, Model, dtype_bytes
 from derive.errors import DeriveError, FitError
-from derive.evaluate import evaluate
-from derive.formula import Formula, Library
+from derive.evaluation import evaluate
+from derive.library import Formula, Library
 from derive.sheet import Sheet, Work
 from derive.symbols import Sym
 from formulas import library

@@ -18,7 +18,7 @@ from derive.derivations.common import (
     weight_reads,
 )
 from derive.errors import DeriveError
-from derive.evaluate import depends_on, evaluate
+from derive.evaluation import depends_on, evaluate
 from derive.sheet import Given, Sheet, Work
 from derive.symbols import Sym
 from derive.units import format_quantity

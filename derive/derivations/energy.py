@@ -20,7 +20,7 @@ from derive.derivations.common import (
 )
 from derive.derivations.moe import expert_reads_note
 from derive.errors import DeriveError, FitError
-from derive.evaluate import evaluate
+from derive.evaluation import evaluate
 from derive.sheet import Note, Sheet, Work
 from derive.symbols import Sym
 from derive.units import format_quantity

@@ -13,9 +13,9 @@ import sympy
 
 from derive import validate
 from derive.catalog import dtype_bytes
-from derive.derivations.common import Setup, chose_default, default_tp, model_library, start
+from derive.derivations.common import Setup, chose_default, default_tp, kv_values, model_library, start
 from derive.errors import DeriveError
-from derive.evaluate import evaluate
+from derive.evaluation import evaluate
 from derive.sheet import Sheet, Work
 from derive.symbols import Sym, all_symbols, by_key, tagged
 from formulas import energy as en
@@ -53,8 +53,7 @@ def scenario(command: str, title: str, setup: Setup, settings: list[str]) -> Wor
     for target in (sym.N, sym.N_act, sym.N_mm, sym.N_emb):
         work.given(target, evaluate(target.symbol, dict(shapes), work.library), "config")
     work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
-    work.given(sym.b_kv, dtype_bytes(setup.kv_format, "--kv-dtype"), setup.kv_format)
-    work.given(sym.S, setup.context)
+    kv_values(work, setup, compute=False)  # b_kv, the recurrent state's b_st where the model has one, and S
     work.given(sym.B, setup.batch)
     work.given(sym.tau, 1, "no speculative decoding")
     work.given(pf.S_p, setup.prompt)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from derive.derivations.common import Setup, model_notes, start, weight_format
 from derive.errors import DeriveError
-from derive.evaluate import evaluate
+from derive.evaluation import evaluate
 from derive.sheet import Sheet, Work
 from derive.units import format_quantity
 from formulas import moe, reads

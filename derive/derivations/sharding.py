@@ -9,9 +9,9 @@ import sympy
 from derive.catalog import Gpu, dtype_bytes
 from derive.derivations.common import Setup, parallelism, start
 from derive.errors import DeriveError
-from derive.evaluate import evaluate
+from derive.evaluation import evaluate
 from derive.sheet import Sheet
-from derive.solve import Solution
+from derive.solving import Solution
 from derive.units import format_quantity
 from formulas import notation as sym
 from formulas import sharding as sh

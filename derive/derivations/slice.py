@@ -22,9 +22,9 @@ from derive.derivations.common import (
     weight_reads,
 )
 from derive.errors import DeriveError
-from derive.evaluate import evaluate, inline
+from derive.evaluation import evaluate, inline
 from derive.sheet import Sheet, Work
-from derive.solve import asymptote, saturated
+from derive.solving import asymptote, saturated
 from derive.symbols import Sym, by_key
 from derive.units import format_quantity
 from formulas import notation as sym

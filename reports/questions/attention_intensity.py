@@ -6,7 +6,7 @@ from derive import figures
 from derive.answers import Answer, Inputs, Question
 from derive.derivations import costs
 from derive.derivations.common import model_library
-from derive.evaluate import over
+from derive.evaluation import over
 from derive.sheet import Figure, Prose, Quantity, Section, Work
 from formulas import intensity as it
 from formulas import notation as sym

@@ -2,32 +2,10 @@
 
 from functools import partial
 
-import numpy as np
-
-from derive import figures
+from derive import plots
 from derive.answers import Answer, Inputs, Question
 from derive.derivations import knee
-from derive.derivations.common import model_library
-from derive.evaluate import over
 from derive.sheet import Prose, Section
-from formulas import notation as sym
-
-
-def _draw(sheet, setup, stem):  # type: ignore[no-untyped-def]
-    max_batch = float(sheet.results["max_batch_by_memory"].value)
-    knee_batch = sheet.results["knee_batch"].value
-    span = max(max_batch, float(knee_batch) if knee_batch is not None else 0) * 1.3
-    batches = np.linspace(1, span, 400)
-    throughput = over(sym.R.symbol, sym.B, sheet.values, model_library(setup.model))(batches)
-    figures.throughput_against_batch(
-        stem,
-        batches,
-        throughput,
-        None if knee_batch is None else float(knee_batch),
-        max_batch,
-        float(sheet.results["throughput_ceiling"].value),
-        f"{setup.model.title} on {sheet.inputs['tp']} x {setup.gpu.name}, {setup.context:,}-token context",
-    )
 
 
 def build(inputs: Inputs) -> Answer:
@@ -91,7 +69,7 @@ def figures_entry(sheet, setup):  # type: ignore[no-untyped-def]
         "throughput",
         "Decode throughput against batch: the roofline curve, its ceiling, the memory limit "
         "and the knee where one exists.",
-        partial(_draw, sheet, setup),
+        partial(plots.knee, sheet, setup),
     )
 
 

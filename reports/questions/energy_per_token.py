@@ -10,7 +10,7 @@ from derive import figures
 from derive.answers import Answer, Inputs, Question
 from derive.derivations.common import model_library
 from derive.derivations.energy import energy
-from derive.evaluate import over
+from derive.evaluation import over
 from derive.sheet import Figure, Prose, Quantity, Section
 from formulas import energy as ef
 from formulas import notation as sym

@@ -8,7 +8,7 @@ from derive import figures
 from derive.answers import Answer, Inputs, Question
 from derive.derivations import costs, params
 from derive.derivations.common import model_library
-from derive.evaluate import over
+from derive.evaluation import over
 from derive.sheet import Figure, Prose, Quantity, Section, Work
 from derive.units import format_quantity
 from formulas import flops as fl

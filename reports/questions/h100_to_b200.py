@@ -15,7 +15,7 @@ from derive.derivations.common import (
     model_library,
     start,
 )
-from derive.evaluate import over
+from derive.evaluation import over
 from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.units import format_quantity
 from formulas import notation as sym

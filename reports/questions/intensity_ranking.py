@@ -11,7 +11,7 @@ from derive.answers import Answer, Inputs, Question, assumed
 from derive.catalog import dtype_bytes
 from derive.derivations import costs
 from derive.derivations.common import model_library
-from derive.evaluate import evaluate
+from derive.evaluation import evaluate
 from derive.sheet import Figure, Prose, Quantity, Section, Work
 from formulas import calibrated as cal
 from formulas import intensity as it

@@ -4,33 +4,13 @@ from __future__ import annotations
 
 from functools import partial
 
-import numpy as np
-
-from derive import figures
+from derive import plots
 from derive.answers import Answer, Inputs, Question
 from derive.derivations import costs
 from derive.derivations.common import model_library
-from derive.evaluate import over
 from derive.sheet import Figure, Prose, Quantity, Section, Work
 from formulas import notation as sym
 from formulas import step_budget as sb
-
-
-def _draw(sheet, setup, stem):  # type: ignore[no-untyped-def]
-    found = sheet.results["crossover_context"].value
-    longest = max(setup.model.config.windows.values(), default=0)
-    crossover = float(found) if found is not None else 0.0
-    end = 2 * crossover if found is not None else 4.0 * max(longest, 1024)
-    contexts = np.linspace(1, end, 400)
-    kv = over(sym.kv_total.symbol, sym.S, sheet.values, model_library(setup.model))(contexts)
-    figures.bytes_against_context(
-        stem,
-        contexts,
-        np.broadcast_to(kv, contexts.shape),
-        float(sheet.values[sym.W]),
-        crossover if found is not None else None,
-        f"{setup.model.title}, batch {setup.batch}, {setup.kv_format} cache",
-    )
 
 
 def build(inputs: Inputs) -> Answer:
@@ -97,7 +77,7 @@ def build(inputs: Inputs) -> Answer:
         Figure(
             "bytes",
             "Bytes read per decode step against context: the batch's KV cache against the fixed weight bytes.",
-            partial(_draw, sheet, setup),
+            partial(plots.crossover_kv_weights, sheet, setup),
         )
     )
     if found is not None:

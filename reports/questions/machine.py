@@ -26,7 +26,7 @@ def measurement(live: bool | str) -> dict[str, Any]:
     if live:
         import sys
 
-        from derive import measure
+        from derive import measurement as measure
 
         plan = measure.Plan.quick() if live == "quick" else measure.Plan()
 
@@ -34,7 +34,7 @@ def measurement(live: bool | str) -> dict[str, Any]:
             print(f"  ... {text}", file=sys.stderr, flush=True)
 
         return measure.run(plan, progress=progress).as_dict()
-    from derive import measure
+    from derive import measurement as measure
 
     return measure.recompute(json.loads(RECORDED.read_text(encoding="utf-8")))
 

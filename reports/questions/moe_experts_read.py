@@ -4,11 +4,11 @@ from functools import partial
 
 import numpy as np
 
-from derive import figures
+from derive import figures, plots
 from derive.answers import Answer, Inputs, Question
 from derive.derivations.common import model_library
 from derive.derivations.moe import experts
-from derive.evaluate import over
+from derive.evaluation import over
 from derive.sheet import Figure, Prose, Quantity, Section, Work
 from derive.units import format_quantity
 from formulas import (
@@ -19,20 +19,6 @@ from formulas import notation as sym
 
 def _batches(sheet):  # type: ignore[no-untyped-def]
     return np.geomspace(1, max(4096, float(sheet.values[sym.B]) * 16), 200)
-
-
-def _draw_experts(sheet, setup, stem):  # type: ignore[no-untyped-def]
-    batches = _batches(sheet)
-    touched = over(moe.E_t.symbol, sym.B, sheet.values, model_library(setup.model))(batches)
-    cfg = setup.model.config
-    figures.experts_against_batch(
-        stem,
-        batches,
-        touched,
-        cfg.experts,
-        cfg.experts_per_token,
-        f"{setup.model.title}: routed experts one decode step touches",
-    )
 
 
 def _draw_params(sheet, setup, stem):  # type: ignore[no-untyped-def]
@@ -124,7 +110,7 @@ def build(inputs: Inputs) -> Answer:
             "experts",
             "Routed experts one decode step touches per MoE layer against the "
             "batch: top-k at batch 1, nearly all experts a few dozen tokens later.",
-            partial(_draw_experts, sheet, setup),
+            partial(plots.experts, sheet, setup),
         )
     )
     answer.figures.append(

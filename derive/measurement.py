@@ -25,7 +25,7 @@ import sympy
 
 from derive.architecture.model import Architecture
 from derive.catalog import Model, load_model
-from derive.evaluate import evaluate
+from derive.evaluation import evaluate
 from formulas import notation as sym
 from formulas import prefill as pf
 

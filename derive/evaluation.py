@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import sympy
 
 from derive.errors import DeriveError
-from derive.formula import LIBRARY, Library
+from derive.library import LIBRARY, Library
 from derive.symbols import Sym, symbols_of
 
 Values = dict[Sym, sympy.Expr]

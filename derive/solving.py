@@ -13,8 +13,8 @@ import sympy
 
 from derive.dimensions import unit_of
 from derive.errors import DeriveError, UnitError
-from derive.evaluate import inline
-from derive.formula import LIBRARY, Library
+from derive.evaluation import inline
+from derive.library import LIBRARY, Library
 from derive.symbols import Sym
 from derive.units import unit
 

@@ -19,8 +19,8 @@ import sympy
 
 from derive.catalog import Gpu, Model, load_gpu, load_model
 from derive.errors import DeriveError
-from derive.evaluate import evaluate, inline, symbols_of
-from derive.formula import Library
+from derive.evaluation import evaluate, inline, symbols_of
+from derive.library import Library
 from derive.symbols import Sym
 from formulas import calibrated as cal
 from formulas import energy as en
@@ -182,23 +182,27 @@ def compile_combination(
 def compile_expression(
     expr: sympy.Expr, swept: list[Sym], values: dict[Sym, sympy.Expr], library: Library, predict: bool
 ) -> Callable[..., Any]:
-    full = sympy.sympify(expr)
-    for variable in swept + ([sym.S] if predict else []):
-        full = inline(full, variable, library)
-    if predict and sym.S not in swept:
-        full = full.xreplace({sym.S.symbol: pf.S_p.symbol + pf.S_o.symbol / 2})
-        for variable in swept:
+    # Substitution without evaluation: SymPy's Min/Max would compare every pair of arguments on each rebuild
+    # (most of a compile's time), and numpy evaluates the same expression either way.
+    with sympy.evaluate(False):
+        full = sympy.sympify(expr)
+        for variable in swept + ([sym.S] if predict else []):
             full = inline(full, variable, library)
+        if predict and sym.S not in swept:
+            full = full.xreplace({sym.S.symbol: pf.S_p.symbol + pf.S_o.symbol / 2})
+            for variable in swept:
+                full = inline(full, variable, library)
     fixed = {}
     for s in symbols_of(full):
         if s in swept:
             continue
         if s.value is None and s not in values and library.defining(s.symbol) is None:
             raise DeriveError(f"the sweep needs a value for {s.key}", f"Sweep it or pass --{s.key}")
-        from derive.evaluate import resolve
+        from derive.evaluation import resolve
 
         fixed[s.symbol] = resolve(s, dict(values), library)
-    numeric = full.xreplace(fixed)
+    with sympy.evaluate(False):
+        numeric = full.xreplace(fixed)
     return sympy.lambdify([s.symbol for s in swept], numeric, "numpy")
 
 
@@ -260,37 +264,175 @@ def evaluate_compiled(compiled: Compiled, grid: Grid, chunk: int = CHUNK) -> Ite
         yield columns
 
 
-def write(target: Target, grid: Grid, out: Any, fmt: str = "csv", progress: Callable[[int], None] | None = None) -> int:
-    """Write every point of the grid to `out` (a text file) as CSV or JSON lines; returns the rows written."""
-    check(grid)
+@dataclass
+class Sweep:
+    """A target over a grid, ready to evaluate: `table()` in memory, `write(path)` streamed chunk by chunk."""
+
+    target: Target
+    grid: Grid
+
+    def picks(self) -> list[tuple[str, str, str, int]]:
+        """(model, gpu, dtype, tp) for each combination when tp is not swept: the rule every command uses."""
+        if "tp" in self.grid.numeric:
+            return []
+        context = self.grid.defaults.get("context", 2048)
+        return [
+            (m.name, g.name, d, chosen_tp(m, g, d, context, self.grid.kv_dtype))
+            for m, g, d in itertools.product(*(self.grid.categorical[c] for c in CATEGORICAL))
+        ]
+
+    def columns(self) -> list[str]:
+        """The column names, each output with its unit ('tpot_s', 'throughput_token_per_s')."""
+        outputs = [f"{c}_{_unit_suffix(unit)}" for c, (_, unit) in self.target.outputs.items()]
+        return [*CATEGORICAL, *self.grid.numeric, *outputs, "fits"]
+
+    def schema(self) -> Any:
+        """Typed columns: names as dictionary strings, axes as integers, outputs as float64 with their unit
+        in the field's metadata, fits as a boolean."""
+        import pyarrow as pa
+
+        fields = [pa.field(c, pa.dictionary(pa.int32(), pa.string())) for c in CATEGORICAL]
+        fields += [pa.field(a, pa.int64()) for a in self.grid.numeric]
+        for column, (_, unit) in self.target.outputs.items():
+            name = f"{column}_{_unit_suffix(unit)}"
+            fields.append(pa.field(name, pa.float64(), metadata={"unit": unit}))
+        fields.append(pa.field("fits", pa.bool_()))
+        return pa.schema(fields, metadata={"target": self.target.name, "source": "derive sweep"})
+
+    def batches(self, progress: Callable[[int], None] | None = None) -> Iterator[Any]:
+        """The grid as Arrow record batches, one chunk of points each (memory stays flat)."""
+        import pyarrow as pa
+
+        schema = self.schema()
+        axes, outputs = list(self.grid.numeric), list(self.target.outputs)
+        for labels, columns in evaluate_grid(self.target, self.grid):
+            count = len(columns["fits"])
+            arrays = [
+                pa.DictionaryArray.from_arrays(pa.array(np.zeros(count, dtype=np.int32)), pa.array([labels[c]]))
+                for c in CATEGORICAL
+            ]
+            arrays += [pa.array(columns[a].astype(np.int64)) for a in axes]
+            arrays += [pa.array(np.asarray(columns[c], dtype=np.float64)) for c in outputs]
+            arrays.append(pa.array(np.asarray(columns["fits"], dtype=bool)))
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+            if progress:
+                progress(count)
+
+    def table(self) -> Any:
+        """Every point as one pyarrow Table (`.to_pandas()`, `.to_pylist()`, `.column('tpot_s')`)."""
+        import pyarrow as pa
+
+        return pa.Table.from_batches(list(self.batches()), schema=self.schema())
+
+    def figure(self, path: Any) -> list[Any]:
+        """The first output against the first swept axis, a line per model, accelerator and dtype (.svg, .png)."""
+        from derive import plots, validate
+
+        stem = validate.output_file(path, "--figure").with_suffix("")
+        plots.sweep(self.table(), stem)
+        return [stem.with_suffix(".svg"), stem.with_suffix(".png")]
+
+    def write(self, out: Any, fmt: str = "csv", progress: Callable[[int], None] | None = None) -> int:
+        """Write every point to `out` (a binary file) as CSV, Parquet or JSON lines; returns the rows written."""
+        check(self.grid)
+        rows = 0
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            # Dictionary encoding for the name columns only: on floats it costs time and saves nothing.
+            with pq.ParquetWriter(out, self.schema(), use_dictionary=list(CATEGORICAL)) as writer:
+                for batch in self.batches(progress):
+                    writer.write_batch(batch)
+                    rows += batch.num_rows
+            return rows
+        if fmt == "csv":
+            import pyarrow.csv as pc
+
+            # Plain cells where no name needs quoting, so `cut -d,` reads the file; quoted where one would.
+            names = [str(v.name if hasattr(v, "name") else v) for c in CATEGORICAL for v in self.grid.categorical[c]]
+            plain = not any(ch in name for name in names for ch in ',"\n\r')
+            style = "none" if plain else "needed"
+            options = pc.WriteOptions(quoting_style=style, quoting_header="none")  # column names never need it
+            with pc.CSVWriter(out, self.schema(), write_options=options) as writer:
+                for batch in self.batches(progress):
+                    writer.write_batch(batch)
+                    rows += batch.num_rows
+            return rows
+        for batch in self.batches(progress):
+            out.write(_json_lines(batch))
+            rows += batch.num_rows
+        return rows
+
+
+def _json_lines(batch: Any) -> bytes:
+    """One JSON object a row: names quoted, numbers as Python writes them (repr round-trips a float)."""
     import json
 
-    axes = list(grid.numeric)
-    outputs = list(target.outputs)
-    header = [*CATEGORICAL, *axes, *[f"{c}_{_unit_suffix(target.outputs[c][1])}" for c in outputs], "fits"]
-    if fmt == "csv":
-        out.write(",".join(header) + "\n")
-    rows = 0
-    for labels, columns in evaluate_grid(target, grid):
-        count = len(columns["fits"])
-        if fmt == "csv":
-            prefix = ",".join(labels[c] for c in CATEGORICAL)
-            spec = ",".join([prefix] + ["%d"] * len(axes) + ["%.6g"] * len(outputs) + ["%d"])
-            table = np.column_stack(
-                [columns[a] for a in axes] + [columns[c] for c in outputs] + [columns["fits"].astype(np.int8)]
-            )
-            np.savetxt(out, table, fmt=spec)
+    names = batch.schema.names
+    keys = [json.dumps(n) for n in names]
+    values: list[list[str]] = []
+    for name, column in zip(names, batch.columns, strict=True):
+        if name in CATEGORICAL:
+            values.append([json.dumps(str(column.dictionary[0]))] * batch.num_rows)
+        elif name == "fits":
+            values.append(["true" if v else "false" for v in column.to_numpy(zero_copy_only=False)])
         else:
-            for i in range(count):
-                row: dict[str, Any] = dict(labels)
-                row.update({a: int(columns[a][i]) for a in axes})
-                row.update({f"{c}_{_unit_suffix(target.outputs[c][1])}": float(columns[c][i]) for c in outputs})
-                row["fits"] = bool(columns["fits"][i])
-                out.write(json.dumps(row) + "\n")
-        rows += count
-        if progress:
-            progress(count)
-    return rows
+            values.append(list(map(repr, column.to_pylist())))
+    template = "{" + ",".join(f"{k}:%s" for k in keys) + "}\n"
+    return "".join(template % row for row in zip(*values, strict=True)).encode()
+
+
+def plan(
+    target: str,
+    models: Sequence[Any] = (),
+    configs: Sequence[str] = (),
+    gpus: Sequence[Any] = ("h100",),
+    dtypes: Sequence[str] = ("bf16",),
+    kv_dtype: str | None = None,
+    numeric: dict[str, Any] | None = None,
+    figures: dict[str, Any] | None = None,
+    allow_long_context: bool = False,
+) -> Sweep:
+    """A sweep from its inputs as a user gives them (names, config paths, axis texts or lists), each model and
+    context checked through the one scenario builder, every accelerator given the datasheet overrides."""
+    from derive import scenario
+    from derive.scenario import DEFAULTS
+
+    axes = {a: _axis_text(v) for a, v in (numeric or {}).items() if v is not None}
+    parsed = {axis: parse_axis(axis, text) for axis, text in axes.items()}
+    sources = [("model", m) for m in models] + [("config", c) for c in configs]
+    if not sources:
+        raise DeriveError("no model given", "Pass --model NAMES (see 'derive models') or --config PATH")
+    workload = {"context": max(parsed.get("context", []), default=None), "allow_long_context": allow_long_context}
+    loaded = [scenario.build({key: source, **workload}).model for key, source in sources]
+    overrides = scenario.figures(figures or {})
+    accelerators = [(g if isinstance(g, Gpu) else load_gpu(g)).with_overrides(**overrides) for g in gpus]
+    if not accelerators or not dtypes:
+        raise DeriveError("a sweep needs an accelerator and a dtype", "Pass --gpu h100 --dtype bf16, for example")
+    from derive.catalog import dtype_bytes
+
+    for dtype in dtypes:
+        dtype_bytes(dtype.lower(), "--dtype")
+    if kv_dtype:
+        dtype_bytes(kv_dtype.lower(), "--kv-dtype")
+    grid = Grid(
+        {"model": loaded, "gpu": accelerators, "dtype": [d.lower() for d in dtypes]},
+        parsed,
+        {key: DEFAULTS[key] for key in ("batch", "context", "prompt", "output")},  # tp: the smallest that fits
+        kv_dtype.lower() if kv_dtype else None,
+    )
+    chosen = predict_target() if target == "predict" else formula_target(target)
+    check(grid)
+    return Sweep(chosen, grid)
+
+
+def _axis_text(value: Any) -> str:
+    """An axis as parse_axis reads it: '1:64', '1,2,4', or a list or a number given from Python."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    return ",".join(str(v) for v in value)
 
 
 def _unit_suffix(unit: str) -> str:

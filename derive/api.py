@@ -1,0 +1,894 @@
+"""The Python API: one function per command, each returning what the command prints, as objects.
+
+    >>> import derive
+    >>> r = derive.knee("llama70b", context=2048)
+    >>> r.results["max_batch_by_memory"]
+    <Quantity(28, 'sequence')>
+
+Every function takes the command's options as keyword arguments, by the same names and with the
+same defaults, validation and one-line errors (a `derive.DeriveError`); quantities are strings with
+units ('3.35 TB/s') or pint quantities. A model is a catalog name, a `derive.model(...)` or a
+`config=` path; an accelerator a catalog name or a `derive.gpu(...)`. The CLI (cli.py) parses its
+options into exactly these calls and prints what they return.
+
+Nothing heavy is imported here at import time: `import derive` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from derive.errors import DeriveError
+
+__all__ = [
+    "Answer",
+    "DeriveError",
+    "Derivation",
+    "answer",
+    "attention_memory",
+    "check",
+    "claim",
+    "compare",
+    "crossover_kv_weights",
+    "crossover_prefill",
+    "energy",
+    "evaluate",
+    "experts",
+    "fit",
+    "flops",
+    "formula",
+    "formulas",
+    "gpu",
+    "gpus",
+    "intensity",
+    "knee",
+    "kv",
+    "measure",
+    "model",
+    "models",
+    "params",
+    "predict",
+    "shard",
+    "sheets",
+    "simulate_batching",
+    "solve",
+    "sweep",
+    "utilisation",
+]
+
+
+@dataclass
+class Derivation:
+    """A worked derivation: its steps (given, formula, substitution, result), its results and its notes.
+
+    `results` are pint quantities (or text, such as which limit binds), `symbolic` the SymPy expression
+    each result was computed from, `steps` the typed steps; `to_json()`, `to_markdown()` and `to_latex()`
+    render it, and a notebook shows it as Markdown.
+    """
+
+    sheet: Any  # derive.sheet.Sheet
+    setup: Any = None  # the derivations.Setup it ran on
+    figure_kind: str = ""  # the command whose figure `figure()` draws
+    figure_data: dict[str, Any] = field(default_factory=dict)  # what else that figure needs (a simulation's runs)
+
+    @property
+    def command(self) -> str:
+        return str(self.sheet.command)
+
+    @property
+    def title(self) -> str:
+        return str(self.sheet.title)
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        return dict(self.sheet.inputs)
+
+    @property
+    def steps(self) -> list[Any]:
+        return list(self.sheet.steps)
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self.sheet.notes)
+
+    @property
+    def results(self) -> dict[str, Any]:
+        return {name: _pint(r.value, r.unit) for name, r in self.sheet.results.items()}
+
+    @property
+    def symbolic(self) -> dict[str, Any]:
+        return {name: r.expr for name, r in self.sheet.results.items() if r.expr is not None}
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """Every symbol's value in the derivation, exact, in base units, by its key."""
+        return {s.key: v for s, v in self.sheet.values.items()}
+
+    def to_json(self) -> str:
+        from derive.render import to_json
+
+        return to_json(self.sheet)
+
+    def to_text(self) -> str:
+        from derive.render import render_text
+
+        return render_text(self.sheet)
+
+    def to_markdown(self) -> str:
+        from derive.sheet_render import render_sheet
+
+        return render_sheet(self.sheet, "md")
+
+    def to_latex(self) -> str:
+        from derive.sheet_render import render_sheet
+
+        return render_sheet(self.sheet, "tex")
+
+    def curve(self, quantity: str, over: str, at: Any) -> Any:
+        """A quantity of this derivation (by name: 'decode_throughput') as a numpy array over one of its inputs
+        ('batch') at the values `at`, every other input as the derivation has it, in base units.
+
+        >>> r = derive.knee("llama70b")
+        >>> [round(float(t)) for t in r.curve("throughput", "batch", [1, 2])]
+        [48, 95]
+        """
+        import numpy as np
+
+        from derive.derivations.common import model_library
+        from derive.derivations.generic import symbol_for
+        from derive.evaluation import over as function_of
+
+        target, variable = symbol_for(quantity), symbol_for(over)
+        xs = np.asarray(at, dtype=float)
+        values = function_of(target.symbol, variable, self.sheet.values, model_library(self.setup.model))(xs)
+        return np.broadcast_to(values, xs.shape).astype(float)
+
+    def figure(self, path: str | Path) -> list[Path]:
+        """Draw this derivation's figure to PATH (.svg, and a .png beside it); returns the files written."""
+        from derive import plots, validate
+
+        if not self.figure_kind:
+            raise DeriveError(f"'{self.command}' has no figure", f"Figures are drawn for: {', '.join(plots.KINDS)}")
+        stem = validate.output_file(path, "--figure").with_suffix("")
+        plots.draw(self.figure_kind, self.sheet, self.setup, stem, **self.figure_data)
+        return [stem.with_suffix(".svg"), stem.with_suffix(".png")]
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v}" for k, v in list(self.results.items())[:3])
+        return f"<Derivation {self.command}: {self.title}{'; ' + shown if shown else ''}>"
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+
+@dataclass
+class Answer:
+    """A worked answer to one of the questions: `results` (the headline figures), `to_markdown()`, `to_latex()`."""
+
+    answer: Any  # derive.answers.Answer
+
+    @property
+    def results(self) -> dict[str, Any]:
+        return {name: _pint(r.value, r.unit) for name, r in self.answer.results.items()}
+
+    def to_json(self) -> str:
+        from derive.render import answer_json
+
+        return answer_json(self.answer)
+
+    def to_markdown(self) -> str:
+        from derive.sheet_render import render
+
+        return render(self.answer, "md")
+
+    def to_latex(self) -> str:
+        from derive.sheet_render import render
+
+        return render(self.answer, "tex")
+
+    def write(self, folder: str | Path) -> list[Path]:
+        """ID.md, ID.tex and the figures, into `folder` (which must exist or have a parent that does)."""
+        from derive import answers, validate
+
+        return answers.write(self.answer, validate.output_folder(folder))
+
+    def __repr__(self) -> str:
+        return f"<Answer {self.answer.question.id}: {self.answer.question.title[:60]}>"
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+
+def _pint(value: Any, unit: str) -> Any:
+    """An exact result in base units as a pint quantity in its own unit (text and None stay as they are)."""
+    if value is None or isinstance(value, str):
+        return value
+    import sympy
+
+    from derive.units import base_unit_text, registry
+
+    exact = sympy.sympify(value)
+    number = int(exact) if exact.is_Integer else float(exact)
+    if not unit:
+        return number
+    quantity = registry().Quantity(number, base_unit_text(unit) or "dimensionless").to(unit)
+    if exact.is_Integer and float(quantity.magnitude).is_integer():
+        quantity = registry().Quantity(int(quantity.magnitude), quantity.units)
+    return quantity
+
+
+def _inputs(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of an API call as the scenario builder takes them (pint quantities as text)."""
+    out = {}
+    for key, value in values.items():
+        if hasattr(value, "magnitude") and hasattr(value, "units"):
+            value = f"{value.magnitude} {value.units:~}"
+        out[key] = value
+    return out
+
+
+def _derive(builder: str, values: Mapping[str, Any], need_gpu: bool, figure: str = "", *args: Any) -> Derivation:
+    """Build one command's derivation: the scenario from `values`, then the builder ('module.function')."""
+    from derive import scenario
+
+    setup = scenario.build(_inputs(values), need_gpu=need_gpu)
+    module, _, attribute = builder.rpartition(".")
+    build: Callable[..., Any] = getattr(importlib.import_module(module), attribute)
+    return Derivation(build(setup, *args), setup, figure)
+
+
+# The catalog and the formula library.
+
+
+def model(name: str | None = None, config: str | Path | None = None) -> Any:
+    """A model by catalog name or alias, or from a local config.json (or its folder).
+
+    >>> derive.model("llama70b").title
+    'Llama 3 70B'
+    """
+    from derive.catalog import load_config_path, load_model
+
+    if (name is None) == (config is None):
+        raise DeriveError("give a model name or a config", "For example derive.model('llama3-8b')")
+    return load_model(name) if name is not None else load_config_path(str(config))
+
+
+def gpu(name: str, **overrides: Any) -> Any:
+    """An accelerator by catalog name, with datasheet overrides ('3.35 TB/s') if given.
+
+    >>> derive.gpu("h100", bandwidth="3 TB/s").bandwidth
+    3000000000000
+    """
+    from derive import scenario
+    from derive.catalog import load_gpu
+
+    unknown = sorted(set(overrides) - set(scenario.OVERRIDES))
+    if unknown:
+        raise DeriveError(f"unknown figure {unknown[0]}", f"Override any of: {', '.join(scenario.OVERRIDES)}")
+    return load_gpu(name).with_overrides(**scenario.figures(_inputs(overrides)))
+
+
+def formula(name: str, model: Any = None) -> Any:
+    """A library formula by name: `.expr` (SymPy), `.unit`, `.meaning`, `.source`, `.equation`.
+
+    >>> derive.formula("kv_bytes").unit
+    'byte'
+    """
+    from formulas import library
+
+    if model is None:
+        return library().get(name)
+    from derive.derivations.common import model_library
+
+    loaded = model if hasattr(model, "formulas") else globals()["model"](model)
+    return model_library(loaded).get(name)
+
+
+def formulas() -> list[dict[str, Any]]:
+    """Every library formula: name, unit, formula, LaTeX, meaning and source (as `derive formulas --json`).
+
+    >>> any(f["name"] == "kv_bytes" for f in derive.formulas())
+    True
+    """
+    import json
+
+    from derive import listing
+
+    return list(json.loads(listing.formulas(True))["results"]["formulas"]["value"])
+
+
+def models() -> list[dict[str, Any]]:
+    """The model catalog, a row a model (as `derive models --json`).
+
+    >>> "llama3-70b" in [m["name"] for m in derive.models()]
+    True
+    """
+    import json
+
+    from derive import listing
+
+    return list(json.loads(listing.models(True))["results"]["models"]["value"])
+
+
+def gpus() -> list[dict[str, Any]]:
+    """The accelerator catalog, a row an accelerator (as `derive gpus --json`).
+
+    >>> "h100" in [g["name"] for g in derive.gpus()]
+    True
+    """
+    import json
+
+    from derive import listing
+
+    return list(json.loads(listing.gpus(True))["results"]["gpus"]["value"])
+
+
+def check() -> dict[str, Any]:
+    """Every formula's unit check (as `derive check`): the lines it reports and how many failed.
+
+    >>> derive.check()["failures"]
+    0
+    """
+    from derive import checker
+
+    report, failures = checker.run()
+    lines = report.splitlines()
+    return {"checks": lines[:-1], "summary": lines[-1], "failures": failures}
+
+
+# One function per command. `None` means "the default", which the derivation names in its defaults used.
+
+
+def params(model: Any = None, *, config: str | Path | None = None) -> Derivation:
+    """Parameter count from the config: breakdown, total, active (MoE), embedding.
+
+    >>> derive.params("llama3-8b").results["total_params"]
+    <Quantity(8030261248, 'parameter')>
+    """
+    return _derive("derive.derivations.slice.params", {"model": model, "config": config}, False)
+
+
+def kv(
+    model: Any = None,
+    *,
+    config: str | Path | None = None,
+    context: int | None = None,
+    batch: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    allow_long_context: bool | None = None,
+) -> Derivation:
+    """KV-cache (and recurrent state) bytes per token, per sequence and for the batch.
+
+    >>> derive.kv("llama3-8b", context=8192).results["kv_bytes_per_token"]
+    <Quantity(131072, 'byte / token')>
+    """
+    return _derive("derive.derivations.slice.kv", _named(locals()), False, "kv")
+
+
+def knee(
+    model: Any = None,
+    gpu: Any = None,
+    *,
+    config: str | Path | None = None,
+    tp: int | None = None,
+    context: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    bandwidth: Any = None,
+    flops: Any = None,
+    memory: Any = None,
+    allow_long_context: bool | None = None,
+) -> Derivation:
+    """Decode step time against batch: the knee in closed form, whether one exists, the memory ceiling.
+
+    >>> derive.knee("llama70b").results["first_limit"]
+    'memory_capacity'
+    """
+    return _derive("derive.derivations.slice.knee", _named(locals()), True, "knee")
+
+
+def flops(
+    model: Any = None,
+    *,
+    config: str | Path | None = None,
+    context: int | None = None,
+    allow_long_context: bool | None = None,
+) -> Derivation:
+    """FLOPs per token beyond the 2N rule, and the context where attention equals the weights.
+
+    >>> derive.flops("llama3-8b").results["flops_per_token"].units
+    <Unit('FLOP / token')>
+    """
+    return _derive("derive.derivations.costs.flops", _named(locals()), False)
+
+
+def fit(
+    model: Any = None,
+    gpu: Any = None,
+    *,
+    config: str | Path | None = None,
+    tp: int | None = None,
+    context: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    memory: Any = None,
+    allow_long_context: bool | None = None,
+) -> Derivation:
+    """How many sequences of a context fit beside the weights on `tp` accelerators.
+
+    >>> derive.fit("llama2-13b", "a100", dtype="fp16").results["max_sequences"]
+    <Quantity(32, 'sequence')>
+    """
+    return _derive("derive.derivations.costs.fit", _named(locals()), True)
+
+
+def intensity(
+    model: Any = None,
+    gpu: Any = None,
+    *,
+    config: str | Path | None = None,
+    batch: int | None = None,
+    context: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    bandwidth: Any = None,
+    flops: Any = None,
+    allow_long_context: bool | None = None,
+) -> Derivation:
+    """Decode arithmetic intensity per operation at a batch, the ridge point, and the flip batch.
+
+    >>> derive.intensity("llama70b", batch=1).results["qkv_intensity"]  # 2 FLOPs per 2-byte weight
+    <Quantity(1, 'FLOP / byte')>
+    """
+    return _derive("derive.derivations.costs.intensity", _named(locals()), True, "intensity")
+
+
+def crossover_kv_weights(
+    model: Any = None,
+    gpu: Any = None,
+    *,
+    config: str | Path | None = None,
+    batch: int | None = None,
+    context: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    memory: Any = None,
+    allow_long_context: bool | None = None,
+) -> Derivation:
+    """The context at which a batch's KV reads equal the weight reads, and the KV footprint there.
+
+    >>> derive.crossover_kv_weights("llama3-8b", batch=16).results["crossover_context"].units
+    <Unit('token / sequence')>
+    """
+    return _derive("derive.derivations.costs.crossover_kv_weights", _named(locals()), True, "crossover kv-weights")
+
+
+def crossover_prefill(
+    model: Any = None,
+    gpu: Any = None,
+    *,
+    config: str | Path | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    bandwidth: Any = None,
+    flops: Any = None,
+) -> Derivation:
+    """The prompt length at which prefill turns compute-bound (closed form).
+
+    >>> derive.crossover_prefill("llama3-70b").results["compute_bound_prompt_tokens"].units
+    <Unit('token / sequence')>
+    """
+    return _derive("derive.derivations.costs.crossover_prefill", _named(locals()), True, "crossover prefill")
+
+
+def predict(
+    model: Any = None,
+    gpu: Any = None,
+    *,
+    config: str | Path | None = None,
+    tp: int | None = None,
+    batch: int | None = None,
+    prompt: int | None = None,
+    output: int | None = None,
+    floor: bool | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    bandwidth: Any = None,
+    flops: Any = None,
+    memory: Any = None,
+) -> Derivation:
+    """TTFT, TPOT, throughput and end-to-end latency: the roofline floor and the calibrated estimate.
+
+    >>> r = derive.predict("llama3-8b", batch=8)
+    >>> r.results["tpot_floor"] < r.results["tpot"]
+    True
+    """
+    return _derive("derive.derivations.costs.predict", _named(locals()), True, "predict")
+
+
+def compare(
+    model: Any = None,
+    gpu: Any = None,
+    *,
+    vs: Any,
+    config: str | Path | None = None,
+    tp: int | None = None,
+    context: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    bandwidth: Any = None,
+    flops: Any = None,
+    memory: Any = None,
+    allow_long_context: bool | None = None,
+) -> Derivation:
+    """One model on two accelerators: bandwidth, compute, capacity and throughput ratios.
+
+    >>> derive.compare("llama3-70b", "h100", vs="b200").inputs["gpu"]
+    'h100'
+    """
+    return _derive("derive.derivations.costs.compare", _named(locals()), True)
+
+
+def experts(
+    model: Any = None,
+    *,
+    config: str | Path | None = None,
+    batch: int | None = None,
+    dtype: str | None = None,
+) -> Derivation:
+    """MoE expert coverage at a decode batch: experts touched, parameters and bytes read per step.
+
+    >>> derive.experts("mixtral-8x7b", batch=1).results["experts_touched"]  # top-2 routing: 2 experts a layer
+    2
+    """
+    return _derive("derive.derivations.moe.experts", _named(locals()), False, "experts")
+
+
+def energy(
+    model: Any = None,
+    gpu: Any = None,
+    *,
+    config: str | Path | None = None,
+    tp: int | None = None,
+    batch: int | None = None,
+    context: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    bandwidth: Any = None,
+    flops: Any = None,
+    memory: Any = None,
+    power: Any = None,
+    allow_long_context: bool | None = None,
+) -> Derivation:
+    """Energy per output token from power and the roofline throughput, at batch 1 and the largest batch.
+
+    >>> derive.energy("llama3-8b", power="350 W").inputs["model"]
+    'llama3-8b'
+    """
+    return _derive("derive.derivations.energy.energy", _named(locals()), True)
+
+
+def shard(
+    model: Any = None,
+    gpu: Any = None,
+    *,
+    config: str | Path | None = None,
+    tp: int | None = None,
+    tokens: int | None = None,
+    link: Any = None,
+    dtype: str | None = None,
+    bandwidth: Any = None,
+    flops: Any = None,
+) -> Derivation:
+    """One FFN layer under tensor parallelism: FLOPs, weight, activation and all-reduce bytes, what binds.
+
+    >>> derive.shard("llama3-70b", tp=8, link="50 GB/s").inputs["tp"]
+    8
+    """
+    return _derive("derive.derivations.sharding.shard", _named(locals()), True)
+
+
+def claim(
+    model: Any = None,
+    gpu: Any = None,
+    *,
+    claim: Any,
+    config: str | Path | None = None,
+    tp: int | None = None,
+    context: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    bandwidth: Any = None,
+    memory: Any = None,
+    allow_long_context: bool | None = None,
+) -> Derivation:
+    """A claimed tokens/s per user against the bandwidth floor, and what would make it true.
+
+    >>> derive.claim("llama3-70b", claim="1000 token/s").command
+    'claim'
+    """
+    values = _named(locals())
+    values["claim"] = _quantity(values["claim"], "token/second", "--claim")
+    return _derive("derive.derivations.claim.claim", values, True)
+
+
+def attention_memory(
+    model: Any = None,
+    *,
+    config: str | Path | None = None,
+    context: int | None = None,
+    dtype: str | None = None,
+    allow_long_context: bool | None = None,
+) -> Derivation:
+    """Bytes naive attention writes for the full score matrix against a tiled (FlashAttention) kernel.
+
+    >>> derive.attention_memory("llama3-8b", context=8192).command
+    'attention-memory'
+    """
+    return _derive("derive.derivations.attention_memory.attention_memory", _named(locals()), False)
+
+
+def utilisation(
+    model: Any = None,
+    gpu: Any = None,
+    *,
+    step_time: Any = None,
+    recompute: float = 0,
+    config: str | Path | None = None,
+    tp: int | None = None,
+    batch: int | None = None,
+    context: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    bandwidth: Any = None,
+    flops: Any = None,
+    allow_long_context: bool | None = None,
+) -> Derivation:
+    """MBU, MFU and HFU of a decode step, from a measured step time and the counted bytes and FLOPs.
+
+    >>> derive.utilisation("llama3-70b", step_time="36 ms").results["mbu"] < 1
+    True
+    """
+    values = _named(locals(), drop=("step_time", "recompute"))
+    import sympy
+
+    from derive import validate
+
+    seconds = None if step_time is None else _quantity(step_time, "second", "--step-time")
+    fraction = sympy.Rational(validate.number(recompute, "recompute", "--recompute", 0, 10, True))
+    return _derive("derive.derivations.utilisation.utilisation", values, True, "", seconds, fraction)
+
+
+def evaluate(
+    name: str,
+    model: Any = None,
+    gpu: Any = None,
+    *,
+    settings: Mapping[str, Any] | Iterable[str] = (),
+    config: str | Path | None = None,
+    tp: int | None = None,
+    batch: int | None = None,
+    context: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    bandwidth: Any = None,
+    flops: Any = None,
+    memory: Any = None,
+    power: Any = None,
+    allow_long_context: bool | None = None,
+) -> Derivation:
+    """Evaluate any library formula for a model and accelerator; `settings` give any quantity a value.
+
+    >>> derive.evaluate("kv_bytes", "llama3-8b", settings={"batch": 16}).results["kv_bytes"]
+    <Quantity(4294967296, 'byte')>
+    """
+    values = _named(locals(), drop=("name", "settings"))
+    return _derive("derive.derivations.generic.evaluate_formula", values, True, "", name, _settings(settings))
+
+
+def solve(
+    equation: str,
+    for_: str,
+    model: Any = None,
+    gpu: Any = None,
+    *,
+    settings: Mapping[str, Any] | Iterable[str] = (),
+    config: str | Path | None = None,
+    tp: int | None = None,
+    batch: int | None = None,
+    context: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    bandwidth: Any = None,
+    flops: Any = None,
+    memory: Any = None,
+    power: Any = None,
+    allow_long_context: bool | None = None,
+) -> Derivation:
+    """Solve an equation between library quantities (or a quantity and a value) for `for_`, then evaluate it.
+
+    >>> r = derive.solve("kv_read_bytes = weight_bytes", for_="context", model="llama70b", batch=16)
+    >>> r.symbolic["context"]
+    W/(B*k)
+    """
+    values = _named(locals(), drop=("equation", "for_", "settings"))
+    return _derive("derive.derivations.generic.solve_equation", values, True, "", equation, for_, _settings(settings))
+
+
+def simulate_batching(
+    model: Any = None,
+    gpu: Any = None,
+    *,
+    requests: int = 200,
+    batch: int = 8,
+    replies: str = "8:256",
+    arrivals: str = "poisson",
+    rate: Any = None,
+    load: float = 0.8,
+    max_wait: Any = None,
+    seed: int = 0,
+    measured: str | Path | None = None,
+    config: str | Path | None = None,
+    tp: int | None = None,
+    prompt: int | None = None,
+    dtype: str | None = None,
+    kv_dtype: str | None = None,
+    bandwidth: Any = None,
+    flops: Any = None,
+    memory: Any = None,
+) -> Derivation:
+    """Static, dynamic and continuous batching on the step-time model: throughput, TTFT, latency.
+
+    >>> derive.simulate_batching("gpt2", requests=5).inputs["gpu"]
+    'h100'
+    """
+    values = _named(locals(), drop=_SIMULATION)
+    from derive import measurement as measuring
+    from derive import scenario, validate
+    from derive.derivations.batching import Traffic, batching
+
+    low, sep, high = str(replies).partition(":")
+    if not (sep and low.isdigit() and high.isdigit() and 1 <= int(low) <= int(high)):
+        raise DeriveError(f"--replies '{replies}' is not MIN:MAX", "For example --replies 8:256")
+    if arrivals not in ("poisson", "all"):
+        raise DeriveError(f"--arrivals '{arrivals}' is not poisson or all", "Pass --arrivals poisson or all")
+    traffic = Traffic(
+        requests=validate.count(requests, "requests", "--requests"),
+        seats=validate.count(batch, "batch", "--batch"),
+        shortest=int(low),
+        longest=int(high),
+        rate=None if rate is None else float(_quantity(rate, "1/second", "--rate")),
+        load=float(validate.number(load, "load", "--load", 0.01, 10, True)),
+        all_at_once=arrivals == "all",
+        max_wait=0.05 if max_wait is None else float(_quantity(max_wait, "second", "--max-wait")),
+        seed=int(seed),
+    )
+    measurement = measuring.load(str(measured)) if measured else None
+    setup = scenario.build(_inputs(values), need_gpu=True)
+    sheet, outcomes = batching(setup, traffic, measurement)
+    return Derivation(sheet, setup, "simulate batching", {"outcomes": outcomes, "seats": traffic.seats})
+
+
+# The simulation's own inputs (the rest are the scenario's).
+_SIMULATION = ("requests", "batch", "replies", "arrivals", "rate", "load", "max_wait", "seed", "measured")
+
+
+def sweep(
+    target: str,
+    model: str | Iterable[Any] | None = None,
+    gpu: str | Iterable[Any] = "h100",
+    *,
+    config: str | Path | Iterable[str | Path] = (),
+    dtype: str | Iterable[str] = "bf16",
+    kv_dtype: str | None = None,
+    tp: Any = None,
+    batch: Any = None,
+    context: Any = None,
+    prompt: Any = None,
+    output: Any = None,
+    bandwidth: Any = None,
+    flops: Any = None,
+    memory: Any = None,
+    power: Any = None,
+    allow_long_context: bool = False,
+) -> Any:
+    """TARGET ('predict' or any formula) over a grid, compiled once to numpy: a `derive.sweeps.Sweep`, whose
+    `table()` is a pyarrow Table and `write(file, 'csv' | 'parquet' | 'jsonl')` streams it.
+
+    Axes take lists or 'START:STOP[:STEP]' text, as on the command line; names lists or 'a,b' text.
+
+    >>> table = derive.sweep("predict", "llama3-8b", batch="1:4").table()
+    >>> table.num_rows, table.column_names[:4]
+    (4, ['model', 'gpu', 'dtype', 'batch'])
+    """
+    from derive import sweeps as sweeping
+
+    return sweeping.plan(
+        target,
+        models=_listed(model),
+        configs=[str(c) for c in _listed(config)],
+        gpus=_listed(gpu),
+        dtypes=_listed(dtype),
+        kv_dtype=kv_dtype,
+        numeric={"tp": tp, "batch": batch, "context": context, "prompt": prompt, "output": output},
+        figures=_inputs({"bandwidth": bandwidth, "flops": flops, "memory": memory, "power": power}),
+        allow_long_context=allow_long_context,
+    )
+
+
+def answer(question_id: str, **inputs: Any) -> Answer:
+    """A worked answer to one of the questions, for its defaults or the inputs it lets you change.
+
+    >>> derive.answer("kv-sizing-13b").results["max_sequences"]
+    <Quantity(32, 'sequence')>
+    """
+    from derive import answers, validate
+
+    overrides = {}
+    for key, value in inputs.items():
+        counted = key in validate.COUNT_LIMITS and value is not None
+        overrides[key] = validate.count(value, key, f"--set {key}") if counted else value
+    return Answer(answers.answer(question_id, _inputs(overrides)))
+
+
+def sheets(out: str | Path, progress: Callable[[str], None] = lambda _: None) -> list[Path]:
+    """Every question's Markdown and LaTeX sheet, the figures and book.tex, written into `out`."""
+    from derive import answers, validate
+
+    return answers.write_all(validate.output_folder(out), progress=progress)
+
+
+def measure(quick: bool = False, progress: Callable[[str], None] = lambda _: None) -> Any:
+    """This machine's copy and matmul ceilings, and GPT-2's decode and prefill held against them (a minute;
+    `quick`: a few seconds). Returns a derive.measurement.Measurement (`.as_dict()`, `derive.measurement.report`)."""
+    from derive import measurement as measuring
+
+    return measuring.run(measuring.Plan.quick() if quick else measuring.Plan(), progress=progress)
+
+
+# Helpers for the keyword arguments.
+
+
+def _named(values: Mapping[str, Any], drop: Iterable[str] = ()) -> dict[str, Any]:
+    """A function's keyword arguments (its locals()) as scenario inputs: `model`/`gpu` objects pass through."""
+    dropped = set(drop)
+    return {key: value for key, value in values.items() if key not in dropped and not key.startswith("_")}
+
+
+def _text(value: Any) -> Any:
+    """A pint quantity as the text the validator reads; anything else as it is."""
+    return _inputs({"v": value})["v"]
+
+
+def _quantity(value: Any, unit: str, option: str) -> Any:
+    """'36 ms' or a pint quantity, checked; a value the CLI already checked (exact, base units) as it is."""
+    from derive import validate
+
+    value = _text(value)
+    return validate.quantity(value, unit, option) if isinstance(value, str) else value
+
+
+def _settings(settings: Mapping[str, Any] | Iterable[str]) -> list[str]:
+    """{'batch': 16, 'bandwidth': '3.35 TB/s'} or ['batch=16'] as the --set texts the command parses."""
+    if isinstance(settings, Mapping):
+        return [f"{key}={_text(value)}" for key, value in settings.items()]
+    return [str(s) for s in settings]
+
+
+def _listed(value: Any) -> list[Any]:
+    """'a,b' or ['a', 'b'] (or one loaded object) as a list; None and () as empty."""
+    if value is None:
+        return []
+    if isinstance(value, (str, Path)):
+        return [v.strip() for v in str(value).split(",") if v.strip()] if isinstance(value, str) else [value]
+    if hasattr(value, "config") or hasattr(value, "bandwidth"):  # one loaded model or accelerator
+        return [value]
+    return list(value)
