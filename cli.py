@@ -619,37 +619,29 @@ def answer(
         for q in answers.questions().values():
             click.echo(f"{q.id:<26} {q.source:<22} {q.title}")
         return
+    from derive import api
+
     overrides: dict[str, Any] = {"model": model, "gpu": gpu, "measure": True if measure else None}
-    for text in settings:
-        key, value = validate.setting(text, "--set context=4096")
-        overrides[key] = validate.count(value, key, f"--set {key}") if key in validate.COUNT_LIMITS else value
-    folder = validate.output_folder(out) if out else None
-    sheet = answers.answer(question_id, overrides)
+    overrides.update(validate.setting(text, "--set context=4096") for text in settings)
+    folder = validate.output_folder(out) if out else None  # before any work: an unwritable folder fails first
+    worked = api.answer(question_id, **overrides)
     if folder:
-        for path in answers.write(sheet, folder):
+        for path in worked.write(folder):
             click.echo(str(path))
         return
-    if fmt == "json":
-        from derive.render import answer_json
-
-        click.echo(answer_json(sheet), nl=False)
-        return
-    from derive.sheet_render import render
-
-    click.echo(render(sheet, fmt), nl=False)
+    rendered = {"json": worked.to_json, "md": worked.to_markdown, "tex": worked.to_latex}[fmt]()
+    click.echo(rendered, nl=False)
 
 
 @cli.command()
 @click.option("--out", type=_PathText("FOLDER"), required=True, help="The folder for the sheets.")
 def sheets(out: str) -> None:
     """Write every question's Markdown and LaTeX sheet, the figures and book.tex."""
-    from derive import answers, validate
+    from derive import answers, api
 
     total = len(answers.questions())
     done = iter(range(1, total + 1))
-    written = answers.write_all(
-        validate.output_folder(out), progress=lambda qid: click.echo(f"  ... {next(done)}/{total} {qid}", err=True)
-    )
+    written = api.sheets(out, progress=lambda qid: click.echo(f"  ... {next(done)}/{total} {qid}", err=True))
     click.echo(f"wrote {len(written)} files to {out}")
 
 

@@ -840,7 +840,13 @@ def answer(question_id: str, **inputs: Any) -> Answer:
 
 
 def sheets(out: str | Path, progress: Callable[[str], None] = lambda _: None) -> list[Path]:
-    """Every question's Markdown and LaTeX sheet, the figures and book.tex, written into `out`."""
+    """Every question's Markdown and LaTeX sheet, the figures and book.tex, written into `out`.
+
+    >>> import tempfile
+    >>> written = derive.sheets(tempfile.mkdtemp())
+    >>> sorted({p.suffix for p in written})
+    ['.md', '.png', '.svg', '.tex']
+    """
     from derive import answers, validate
 
     return answers.write_all(validate.output_folder(out), progress=progress)
@@ -848,7 +854,11 @@ def sheets(out: str | Path, progress: Callable[[str], None] = lambda _: None) ->
 
 def measure(quick: bool = False, progress: Callable[[str], None] = lambda _: None) -> Any:
     """This machine's copy and matmul ceilings, and GPT-2's decode and prefill held against them (a minute;
-    `quick`: a few seconds). Returns a derive.measurement.Measurement (`.as_dict()`, `derive.measurement.report`)."""
+    `quick`: a few seconds). Returns a derive.measurement.Measurement (`.as_dict()`; `report()` prints it).
+
+    >>> [c.unit for c in derive.measure(quick=True).ceilings]
+    ['byte/second', 'FLOP/second']
+    """
     from derive import measurement as measuring
 
     return measuring.run(measuring.Plan.quick() if quick else measuring.Plan(), progress=progress)

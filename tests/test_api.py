@@ -174,3 +174,22 @@ def test_figures_are_drawn_from_the_api_and_deterministic(tmp_path):
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
     with pytest.raises(derive.DeriveError, match="no figure"):
         derive.params("llama3-8b").figure(tmp_path / "c.svg")
+
+
+@pytest.mark.parametrize("name", ["models", "gpus", "formulas"])
+def test_the_listings_are_the_cli_listings(run, name):
+    result = run(name, "--json")
+    assert result.exit_code == 0
+    assert getattr(api, name)() == json.loads(result.stdout)["results"][name]["value"]
+
+
+def test_check_is_the_cli_check(run):
+    result = run("check", "--json")
+    assert api.check()["checks"] == json.loads(result.stdout)["results"]["checks"]["value"]
+
+
+def test_an_answer_renders_as_the_cli_renders_it(run):
+    for fmt, method in (("md", "to_markdown"), ("tex", "to_latex")):
+        result = run("answer", "decode-knee", "--set", "context=4096", "--format", fmt)
+        assert result.exit_code == 0
+        assert getattr(api.answer("decode-knee", context=4096), method)() == result.stdout
