@@ -501,6 +501,8 @@ def sweep(
         allow_long_context=allow_long_context,
         **numeric,
     )
+    if figure:
+        planned.check_figure()
     picks = planned.picks()
     if picks and not quiet:
         chosen = ", ".join(f"{m} on {g} ({d}): {tp}" for m, g, d, tp in picks)

@@ -201,8 +201,9 @@ def compile_expression(
         from derive.evaluation import resolve
 
         fixed[s.symbol] = resolve(s, dict(values), library)
-    with sympy.evaluate(False):
-        numeric = full.xreplace(fixed)
+    # The numbers go in evaluated: they collapse most of the Min/Max, and an unevaluated tree this deep can
+    # exceed Python's recursion limit when printed (gpt-oss's windowed layers).
+    numeric = full.xreplace(fixed)
     return sympy.lambdify([s.symbol for s in swept], numeric, "numpy")
 
 
@@ -324,10 +325,16 @@ class Sweep:
 
         return pa.Table.from_batches(list(self.batches()), schema=self.schema())
 
+    def check_figure(self) -> None:
+        """A figure draws an output against a swept axis: refuse one without, before any work."""
+        if not self.grid.numeric:
+            raise DeriveError("a sweep figure needs a swept axis", "Sweep one, e.g. --batch 1:64")
+
     def figure(self, path: Any) -> list[Any]:
         """The first output against the first swept axis, a line per model, accelerator and dtype (.svg, .png)."""
         from derive import plots, validate
 
+        self.check_figure()
         stem = validate.output_file(path, "--figure").with_suffix("")
         plots.sweep(self.table(), stem)
         return [stem.with_suffix(".svg"), stem.with_suffix(".png")]

@@ -143,3 +143,20 @@ def test_sweep_takes_the_kv_dtype_and_the_datasheet_overrides(run):
         return float(result.stdout.splitlines()[1].split(",")[column])
 
     assert tpot(fp8) < tpot(plain) and tpot(faster) < tpot(plain)
+
+
+@pytest.mark.parametrize("model", ["gpt-oss-20b", "qwen3.5-27b", "nemotron3-nano", "deepseek-v3.2", "gemma4-26b-a4b"])
+def test_every_layer_kind_sweeps(run, model):
+    # The fuzzer found `sweep predict --model gpt-oss-20b` exceeding the recursion limit (an unevaluated tree).
+    result = run("sweep", "predict", "--model", model, "--batch", "1,8", "--quiet")
+    assert result.exit_code == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 3
+
+
+def test_a_figure_without_a_swept_axis_is_one_line_before_any_work(run):
+    # The fuzzer found `sweep predict --model llama3-8b --figure 0` printing the tp note before its error.
+    result = run("sweep", "predict", "--model", "llama3-8b", "--figure", "0")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "derive: error: a sweep figure needs a swept axis. Sweep one, e.g. --batch 1:64"
+    ]
