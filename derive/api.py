@@ -897,8 +897,8 @@ def _listed(value: Any) -> list[Any]:
     """'a,b' or ['a', 'b'] (or one loaded object) as a list; None and () as empty."""
     if value is None:
         return []
-    if isinstance(value, (str, Path)):
-        return [v.strip() for v in str(value).split(",") if v.strip()] if isinstance(value, str) else [value]
-    if hasattr(value, "config") or hasattr(value, "bandwidth"):  # one loaded model or accelerator
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, Path) or hasattr(value, "config") or hasattr(value, "bandwidth"):  # one path or object
         return [value]
     return list(value)

@@ -341,7 +341,7 @@ class Sweep:
 
     def write(self, out: Any, fmt: str = "csv", progress: Callable[[int], None] | None = None) -> int:
         """Write every point to `out` (a binary file) as CSV, Parquet or JSON lines; returns the rows written."""
-        check(self.grid)
+        check(self.grid)  # before any header: a Sweep built by hand, without plan(), is refused before output
         rows = 0
         if fmt == "parquet":
             import pyarrow.parquet as pq
