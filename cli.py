@@ -430,6 +430,38 @@ def simulate_batching(
     _emit(result, as_json)
 
 
+@cli.command(help=_doc("plan"))
+@model_options
+@click.option(
+    "--gpu", "-g", "gpus", default="h100,h200,b200", show_default=True, help="Accelerators to plan on, comma-separated."
+)
+@click.option("--tpot", required=True, type=_Quantity("second", "50 ms"), help="Time-per-output-token target.")
+@click.option("--ttft", type=_Quantity("second", "2 s"), help="Time-to-first-token target. Default: 2 s.")
+@click.option(
+    "--rate", type=_Quantity("sequence/second", "20 req/s"), help="Requests a second to serve (sizes the fleet)."
+)
+@prompt_option
+@output_option
+@dtype_option
+@click.option("--max-gpus", type=COUNT, default=64, show_default=True, help="Most accelerators one copy may use.")
+@click.option("--max-batch", type=COUNT, default=1024, show_default=True, help="Most sequences in one micro-batch.")
+@click.option(
+    "--price", help="Prices per accelerator-hour, overriding the committed table: 'h100=2.5 USD/h,b200=6 USD/h'."
+)
+@click.option("--floor", is_flag=True, help="Plan on the roofline floor instead of the calibrated estimate.")
+@figure_option
+@json_option
+def plan(as_json: bool, figure: str | None, gpus: str, ttft: Any, **kwargs: Any) -> None:
+    from derive import api, validate
+
+    if figure:
+        validate.output_file(figure, "--figure")
+    result = api.plan(gpu=gpus, ttft="2 s" if ttft is None else ttft, **kwargs)
+    if figure:
+        result.figure(figure)
+    _emit(result, as_json)
+
+
 @cli.command()
 @click.argument("target")
 @click.option("--model", "-m", "models", help="Catalog models, comma-separated: llama3-70b,llama3-8b.")

@@ -51,6 +51,7 @@ __all__ = [
     "model",
     "models",
     "params",
+    "plan",
     "predict",
     "shard",
     "sheets",
@@ -821,6 +822,65 @@ def sweep(
         numeric={"tp": tp, "batch": batch, "context": context, "prompt": prompt, "output": output},
         figures=_inputs({"bandwidth": bandwidth, "flops": flops, "memory": memory, "power": power}),
         allow_long_context=allow_long_context,
+    )
+
+
+def plan(
+    model: Any = None,
+    gpu: Any = "h100,h200,b200",
+    *,
+    tpot: Any,
+    ttft: Any = "2 s",
+    rate: Any = None,
+    config: str | Path | None = None,
+    prompt: int | None = None,
+    output: int | None = None,
+    dtype: str | None = None,
+    max_gpus: int = 64,
+    max_batch: int = 1024,
+    price: str | None = None,
+    floor: bool = False,
+) -> Any:
+    """The cheapest layout (tp, ep, pp, dp) meeting TTFT and TPOT targets, over every valid layout and accelerator.
+
+    Each layout's largest batch meeting the TPOT target is solved in closed form; the result is a
+    `derive.planning.Plan` whose `pareto()` rows give accelerators, layout, batch, tokens/s per accelerator
+    and per user, accelerators for the rate, cost per million output tokens, joules per token and the
+    binding limit, and whose `pick()` is the cheapest (or, without prices, the most tokens per accelerator).
+
+    >>> p = derive.plan("llama3-70b", "h100", tpot="50 ms")
+    >>> p.pick().layout.tp, p.pick().binds
+    (4, 'memory')
+    """
+    from derive import planning, scenario, validate
+    from derive.catalog import Gpu, load_gpu
+
+    setup = scenario.build(
+        _inputs({"model": model, "config": config, "prompt": prompt, "output": output, "dtype": dtype})
+    )
+    gpus = [g if isinstance(g, Gpu) else load_gpu(g) for g in _listed(gpu)]
+    if not gpus:
+        raise DeriveError("--gpu names no accelerator", "For example --gpu h100,h200,b200")
+    targets = planning.Targets(
+        ttft=_quantity(ttft, "second", "--ttft"),
+        tpot=_quantity(tpot, "second", "--tpot"),
+        rate=None if rate is None else _quantity(rate, "sequence/second", "--rate"),
+        prompt=setup.prompt,
+        output=setup.output,
+    )
+    defaults = tuple(
+        k for k, v in (("ttft", ttft == "2 s"), ("prompt", prompt is None), ("output", output is None)) if v
+    )
+    return planning.plan(
+        setup.model,
+        gpus,
+        targets,
+        dtype=setup.dtype,
+        max_accelerators=validate.count(max_gpus, "max_gpus", "--max-gpus"),
+        max_batch=validate.count(max_batch, "max_batch", "--max-batch"),
+        price_overrides=price,
+        floor=floor,
+        defaults=defaults,
     )
 
 

@@ -182,6 +182,17 @@ def compile_combination(
 def compile_expression(
     expr: sympy.Expr, swept: list[Sym], values: dict[Sym, sympy.Expr], library: Library, predict: bool
 ) -> Callable[..., Any]:
+    """`expr` as a numpy function of the swept symbols, every other symbol at its value."""
+    return sympy.lambdify([s.symbol for s in swept], substituted(expr, swept, values, library, predict), "numpy")
+
+
+def substituted(
+    expr: sympy.Expr, swept: list[Sym], values: dict[Sym, sympy.Expr], library: Library, predict: bool
+) -> sympy.Expr:
+    """`expr` with what depends on the swept symbols inlined and every other symbol replaced by its number.
+
+    With `predict`, the context is the prompt plus half the output (decode steps on average, as derive predict).
+    """
     # Substitution without evaluation: SymPy's Min/Max would compare every pair of arguments on each rebuild
     # (most of a compile's time), and numpy evaluates the same expression either way.
     with sympy.evaluate(False):
@@ -203,8 +214,7 @@ def compile_expression(
         fixed[s.symbol] = resolve(s, dict(values), library)
     # The numbers go in evaluated: they collapse most of the Min/Max, and an unevaluated tree this deep can
     # exceed Python's recursion limit when printed (gpt-oss's windowed layers).
-    numeric = full.xreplace(fixed)
-    return sympy.lambdify([s.symbol for s in swept], numeric, "numpy")
+    return full.xreplace(fixed)
 
 
 @dataclass

@@ -204,5 +204,5 @@ def _example(expected: str) -> str:
 def _known_units_hint() -> str:
     return (
         "Known units: byte (B, with k M G T P or Ki Mi Gi Ti), bit (b), FLOP, MAC, second (s, ms), "
-        "token, sequence, parameter, joule (J), watt (W); 'TFLOPS' means TFLOP/s"
+        "token, sequence, parameter, joule (J), watt (W), USD; 'TFLOPS' means TFLOP/s"
     )

@@ -32,6 +32,8 @@ COUNT_LIMITS: dict[str, int] = {
     "seats": 10**7,
     "replies": 10**9,
     "requests": 10**7,
+    "max_gpus": 4096,
+    "max_batch": 10**7,
 }
 DEFAULT_COUNT_LIMIT = 10**12
 
@@ -44,6 +46,8 @@ QUANTITY_BOUNDS: dict[str, tuple[float, float, str, str]] = {
     "second": (1e-15, 1e9, "1 fs to 30 years", "20 ms"),
     "token/second": (1e-9, 1e12, "10^-9 to 10^12 token/s", "1000 token/s"),
     "1/second": (1e-9, 1e12, "10^-9 to 10^12 per second", "10 /s"),
+    "sequence/second": (1e-9, 1e12, "10^-9 to 10^12 requests/s", "20 req/s"),
+    "USD/second": (1e-9, 1.0, "a few micro-dollars to 3,600 USD an hour", "2.5 USD/h"),
 }
 
 

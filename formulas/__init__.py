@@ -23,6 +23,7 @@ MODULES = (
     "prefill",
     "intensity",
     "moe",
+    "collectives",
     "sharding",
     "energy",
     "utilisation",
@@ -34,6 +35,7 @@ MODULES = (
     "fusion",
     "static_batching",
     "calibrated",
+    "layout",
     "step_budget",
     "training",
 )

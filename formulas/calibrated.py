@@ -14,6 +14,7 @@ import sympy
 
 from derive.library import formula
 from derive.symbols import Sym, define
+from formulas.collectives import over_link, ring_allreduce
 from formulas.flops import F_att
 from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, d_ff, kv_total, n, tau
 from formulas.reads import W_pre, W_read
@@ -203,8 +204,8 @@ def _narrow(width: Sym, expert_bytes: Sym, tokens: sympy.Expr) -> sympy.Expr:
 
 def _allreduce(tokens: sympy.Expr, latency: Sym, efficiency: Sym) -> sympy.Expr:
     """Two all-reduces a layer of `tokens` d-wide activations; none on one accelerator."""
-    wire = 2 * (n.symbol - 1) / n.symbol * tokens * v_d.symbol * b_a.symbol / (efficiency.symbol * BW_link.symbol)
-    return L.symbol * m_ar.symbol * sympy.Min(n.symbol - 1, 1) * (latency.symbol + wire)
+    sent = ring_allreduce(n.symbol, tokens * v_d.symbol * b_a.symbol)
+    return L.symbol * m_ar.symbol * over_link(sent, n.symbol, latency, efficiency, BW_link)
 
 
 step_fixed_time = formula(

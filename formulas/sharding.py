@@ -11,6 +11,7 @@ import sympy
 
 from derive.library import LIBRARY, Formula, formula
 from derive.symbols import define
+from formulas.collectives import ring_allreduce
 from formulas.notation import BW, P, b_w, c_mac, d, d_ff, n
 
 _SEED = "issue 3, 'sharding one FFN layer'"
@@ -97,7 +98,7 @@ ffn_activation_bytes_per_gpu = formula(
 )
 ffn_allreduce_bytes = formula(
     C_ar,
-    2 * (n.symbol - 1) / n.symbol * T_ffn.symbol * v_d.symbol * b_a.symbol,
+    ring_allreduce(n.symbol, T_ffn.symbol * v_d.symbol * b_a.symbol),
     "A ring all-reduce sends 2(n-1)/n of the data from each node (Patarasuk and Yuan 2009, 'Bandwidth optimal "
     f"all-reduce algorithms'); the data is the T x d output ({_SEED}).",
 )

@@ -384,6 +384,7 @@ def _expert_reads(arch: Architecture, L_e: sympy.Symbol) -> tuple[Formula, ...]:
     """What a MoE model's decode step and prompt pass read: the fixed part, the gathered rows, the touched experts."""
     from formulas import calibrated as cal
     from formulas import moe
+    from formulas.layout import W_E
     from formulas.reads import N_pre, N_read, W_pre, W_read
 
     expert_bytes = n.b_x.symbol if arch.expert_format else n.b_w.symbol
@@ -392,6 +393,7 @@ def _expert_reads(arch: Architecture, L_e: sympy.Symbol) -> tuple[Formula, ...]:
         for bytes_, touched in ((cal.W_x, moe.E_t), (cal.W_xp, moe.E_pf))
     ]
     out.append(Formula(cal.F_x, n.c_mac.symbol * n.N_routed_act.symbol, "Each token runs its k routed experts."))
+    out.append(Formula(W_E, n.N_routed.symbol * expert_bytes, "Every routed expert is stored once."))
     out.append(Formula(cal.w_x, n.d_e.symbol / n.n.symbol, "Tensor parallelism splits each expert's intermediate."))
     passes = ((N_read, W_read, moe.E_t, n.tau.symbol), (N_pre, W_pre, moe.E_pf, n.S_p.symbol))
     for params, weight_bytes, touched, tokens in passes:

@@ -1,0 +1,126 @@
+"""The worked sheet of one layout at the batch `derive plan` chose: its shares, its step, its cost."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import sympy
+
+from derive.derivations.calibrated import calibration_inputs, calibration_notes
+from derive.derivations.common import Setup, accelerator, decode_inputs, model_notes, start, weight_reads
+from derive.layouts import Layout, kv_shards, shape
+from derive.planning import Targets
+from derive.sheet import Given, Sheet
+from derive.systems import Price, System
+from formulas import energy as en
+from formulas import layout as lay
+from formulas import notation as sym
+
+_SHARES = (
+    "layout_accelerators",
+    "layout_sequences",
+    "weight_bytes_per_accelerator",
+    "kv_bytes_held_per_accelerator",
+    "weight_read_per_accelerator",
+    "kv_read_per_accelerator",
+    "gemm_flops_per_accelerator",
+    "attention_flops_per_accelerator",
+    "rank_activation_bytes",
+    "tp_sent_bytes",
+    "ep_sent_bytes",
+    "pp_sent_bytes",
+)
+_FLOOR = ("layout_slot_floor", "layout_tpot_floor")
+_ESTIMATE = ("layout_expert_width", "layout_slot_time", "layout_tpot")
+_PREFILL = (
+    "prefill_weight_read_per_accelerator",
+    "prefill_flops_per_accelerator",
+    "prefill_attention_flops_per_accelerator",
+    "prefill_kv_per_accelerator",
+    "prefill_activation_bytes",
+    "layout_ttft_floor",
+    "layout_prefill_slot_time",
+    "layout_ttft",
+)
+
+
+def layout_sheet(
+    setup: Setup, layout: Layout, system: System, targets: Targets, price: Price | None, estimate: str
+) -> Sheet:
+    """Worked: one accelerator's share of the layout at micro-batch setup.batch, its step and what it costs."""
+    model = setup.model
+    work = start("plan", f"{model.title} on {layout.accelerators} x {system.gpu}, {layout}", setup)
+    mean_context = sympy.Integer(targets.prompt) + sympy.Rational(targets.output, 2)
+    decode_inputs(work, replace(setup, context=mean_context))  # type: ignore[arg-type]
+    work.sheet.steps = [
+        Given(s.sym, s.value, "the mean context: prompt plus half the output")
+        if isinstance(s, Given) and s.sym == sym.S
+        else s
+        for s in work.sheet.steps
+    ]
+    gpu = accelerator(work, setup)
+    work.heading(f"The layout ({system.title})")
+    s = shape(model)
+    work.given(sym.n, layout.tp, "tensor parallel, inside the NVLink domain")
+    work.given(lay.pp, layout.pp, "pipeline stages")
+    work.given(lay.dp, layout.dp, "attention data-parallel ranks")
+    work.given(lay.ep, layout.ep, "expert parallel (1: experts split like the MLP)")
+    latent = "a latent cache is whole on every accelerator"
+    work.given(lay.s_kv, kv_shards(s, layout.tp), latent if s.kv_heads is None else f"min(n, {s.kv_heads} KV heads)")
+    work.given(lay.L_a, s.moe_layers if layout.ep > 1 else 0, "MoE layers reached by all-to-all")
+    if not model.config.is_moe:
+        work.given(sym.k_e, 1, "a dense model: its all-to-all terms are zero (L_a = 0)", inline=True)
+    for link, group, what in (
+        (lay.BW_tp, layout.tp, "tensor-parallel group"),
+        (lay.BW_ep, layout.tp * layout.dp, "expert group"),
+        (lay.BW_pp, layout.accelerators, "pipeline"),
+    ):
+        wire = "NVLink" if group <= system.domain else f"scale-out network ({system.network_note})"
+        work.given(link, system.link(group), f"{what} of {group}: {wire}")
+    work.given(sym.B, setup.batch, "the micro-batch derive plan solved for")
+    work.given(sym.S_p, targets.prompt, "--prompt")
+    work.given(sym.S_o, targets.output, "--output")
+    floor = setup.floor
+    fit = None if floor else calibration_inputs(work, setup, gpu)
+    routed = work.library.defining(lay.W_E.symbol)
+    assert routed is not None, "formulas/layout.py defines W_E (zero for a dense model)"
+    work.compute(routed)
+    work.heading("One accelerator's share of a slot (one micro-batch through one stage)")
+    weight_reads(work, setup)
+    work.compute(work.library.get("kv_bytes"))
+    for name in _SHARES:
+        work.compute(work.library.get(name))
+    work.heading("Decode step")
+    for name in _FLOOR:
+        work.compute(work.library.get(name), "tpot_floor" if name == "layout_tpot_floor" else None)
+    if fit:
+        for name in _ESTIMATE:
+            work.compute(work.library.get(name), "tpot" if name == "layout_tpot" else None)
+    work.heading("Prompt pass of one request")
+    batch = work.values[sym.B]
+    work.given(sym.B, 1, "one request's prompt, alone", inline=True)
+    weight_reads(work, setup, prefill=True)
+    for name in _PREFILL if fit else _PREFILL[:6]:
+        work.compute(work.library.get(name), "ttft" if name in ("layout_ttft",) else None)
+    ttft = work.values[lay.ttft_c if fit else lay.ttft_f]
+    work.heading("What the layout serves")
+    work.given(sym.B, batch, "back to the solved micro-batch", inline=True)
+    work.given(lay.t_rq, ttft, "the prompt pass above, per request")
+    if floor:
+        work.given(lay.tpot_c, work.values[lay.tpot_f], "the floor stands in for the estimate (--floor)")
+    work.given(en.P_acc, gpu.power, "datasheet TDP")
+    work.compute(work.library.get("layout_capacity"), "requests_per_second")
+    work.compute(work.library.get("throughput_per_accelerator"), "tokens_per_second_per_accelerator")
+    work.compute(work.library.get("tokens_per_user"), "tokens_per_second_per_user")
+    work.compute(work.library.get("layout_energy_per_token"), "joules_per_token")
+    if targets.rate is not None:
+        work.given(lay.lam, targets.rate, "--rate")
+        work.compute(work.library.get("accelerators_for_rate"), "accelerators_for_rate")
+    if price is not None:
+        work.given(lay.price, price.per_second, price.label)
+        work.compute(work.library.get("cost_per_token"), "cost_per_token")
+    work.note(f"estimate: {estimate}")
+    if fit:
+        calibration_notes(work, fit)
+    model_notes(work, setup)
+    return work.sheet

@@ -1,0 +1,118 @@
+"""Layouts (tp, ep, pp, dp): which ones a model admits, and the one search every planner uses.
+
+The rules are the serving engines' (vLLM, SGLang, TensorRT-LLM): tensor parallelism stays inside
+one NVLink domain and divides the query heads, and the KV heads divide it or it divides them
+(past them the cache is copied, not split); pipeline stages divide the layers; attention data
+parallelism is for a mixture of experts, whose experts the ranks share; expert parallelism either
+keeps tensor parallelism's split (ep = 1, one rank) or places whole experts on every accelerator
+of a stage (ep = tp·dp, which must divide the experts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from derive.architecture.layers import CompressedAttention, LatentAttention
+from derive.catalog import Model
+from derive.errors import DeriveError
+from derive.systems import System
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int
+    ep: int = 1
+    pp: int = 1
+    dp: int = 1
+
+    @property
+    def accelerators(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    def __str__(self) -> str:
+        return f"tp{self.tp} ep{self.ep} pp{self.pp} dp{self.dp}"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the rules read from a model."""
+
+    heads: int
+    kv_heads: int | None  # None for a latent cache, which tensor parallelism does not split
+    layers: int
+    experts: int  # 0 for a dense model
+    moe_layers: int
+
+
+def shape(model: Model) -> Shape:
+    arch = model.config
+    mixers = arch.mixers
+    heads = min((getattr(m, "heads", 0) for m in mixers if getattr(m, "heads", 0)), default=0)
+    latent = any(isinstance(m, (LatentAttention, CompressedAttention)) for m in mixers)
+    kv = [m.kv_heads for m in mixers if hasattr(m, "kv_heads")]
+    moe = arch.moe
+    return Shape(
+        heads=heads,
+        kv_heads=None if latent or not kv else min(kv),
+        layers=arch.layers,
+        experts=moe.experts if moe is not None else 0,
+        moe_layers=arch.count(lambda g: g.moe is not None),
+    )
+
+
+def kv_shards(s: Shape, tp: int) -> int:
+    """Ways tensor parallelism splits the cache: up to the KV heads; a latent cache not at all."""
+    return 1 if s.kv_heads is None else min(tp, s.kv_heads)
+
+
+def problem(s: Shape, layout: Layout, system: System) -> str | None:
+    """Why `layout` cannot run the model on `system`, or None."""
+    tp, ep, pp, dp = layout.tp, layout.ep, layout.pp, layout.dp
+    if min(tp, ep, pp, dp) < 1:
+        return "every degree must be at least 1"
+    if tp > system.domain:
+        return f"tp {tp} exceeds {system.name}'s NVLink domain of {system.domain}"
+    if s.heads and s.heads % tp:
+        return f"tp {tp} does not divide the {s.heads} query heads"
+    if s.kv_heads and s.kv_heads % tp and tp % s.kv_heads:
+        return f"tp {tp} and the {s.kv_heads} KV heads do not divide one another"
+    if s.layers % pp:
+        return f"pp {pp} does not divide the {s.layers} layers"
+    if not s.experts:
+        if ep != 1 or dp != 1:
+            return "a dense model has no experts to share: ep and dp are 1 (more copies serve a higher rate)"
+        return None
+    if ep == 1:
+        return None if dp == 1 else "attention dp needs the experts placed whole: ep = tp·dp"
+    if ep != tp * dp:
+        return f"ep must be 1 or tp·dp = {tp * dp}"
+    if s.experts % ep:
+        return f"ep {ep} does not divide the {s.experts} experts"
+    return None
+
+
+def _powers(limit: int) -> list[int]:
+    return [1 << i for i in range(limit.bit_length()) if 1 << i <= limit]
+
+
+def search(model: Model, system: System, max_accelerators: int) -> list[Layout]:
+    """Every valid layout of powers of two on at most `max_accelerators` (pp also any divisor of the layers)."""
+    s = shape(model)
+    out = []
+    stages = sorted(set(_powers(max_accelerators)) | {p for p in range(1, max_accelerators + 1) if s.layers % p == 0})
+    for tp in _powers(min(max_accelerators, system.domain)):
+        for pp in stages:
+            for dp in _powers(max_accelerators // (tp * pp)) if tp * pp <= max_accelerators else []:
+                for ep in sorted({1, tp * dp}):
+                    layout = Layout(tp, ep, pp, dp)
+                    if problem(s, layout, system) is None:
+                        out.append(layout)
+    return out
+
+
+def check(model: Model, layout: Layout, system: System) -> Layout:
+    """`layout` if the model can run on it, else a one-line error."""
+    reason = problem(shape(model), layout, system)
+    if reason is not None:
+        raise DeriveError(f"layout {layout} cannot run {model.name}: {reason}", "Choose another layout")
+    return layout

@@ -1,0 +1,639 @@
+"""`derive plan`: every layout's largest batch meeting the latency targets, solved in closed form.
+
+For one model and accelerator the layout formulas (formulas/layout.py) are compiled once, with the
+layout's degrees, KV shards and links left as inputs, so a whole search is a few numpy calls.
+A decode step's time is a sum of maxima of terms that are linear in the batch B or, for a mixture of
+experts, linear plus one exponential q^B (the experts a batch touches, formulas/moe.py). Choosing
+one argument of every maximum gives a branch; the step meets the target exactly when every branch
+does, and each branch is solved in closed form: B = (T - a)/b when it is linear, and through the
+Lambert W function when it is a + b·B - C·q^B. The largest batch is the least of the branches'.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import sympy
+
+from derive.calibration import calibration
+from derive.catalog import Gpu, Model
+from derive.errors import DeriveError
+from derive.layouts import Layout, kv_shards, search, shape
+from derive.symbols import Sym
+from derive.systems import Price, System, system_for
+from formulas import layout as lay
+from formulas import notation as sym
+
+INPUTS = (sym.n, lay.pp, lay.dp, lay.ep, lay.s_kv, lay.L_a, lay.BW_tp, lay.BW_ep, lay.BW_pp)
+_PROBE = (0.0, 1.0, 2.0)  # three batches identify a + b·B + c·q^B exactly
+_CHECK = 7.0  # and a fourth checks that the branch has that form
+
+
+@dataclass(frozen=True)
+class Targets:
+    ttft: sympy.Rational  # seconds
+    tpot: sympy.Rational
+    rate: sympy.Rational | None = None  # requests a second
+    prompt: int = 2048
+    output: int = 256
+
+
+@dataclass
+class Row:
+    """One layout at its largest batch meeting the targets (or why it meets none)."""
+
+    gpu: str
+    layout: Layout
+    batch: int  # one micro-batch (the layout decodes pp of them)
+    sequences: int
+    tpot: float
+    tpot_floor: float
+    ttft: float
+    capacity: float  # requests a second, one copy
+    per_accelerator: float  # output tokens a second
+    per_user: float
+    for_rate: int | None
+    cost_per_million: float | None  # USD per million output tokens
+    joules_per_token: float
+    binds: str  # "TPOT", "memory" or "batch cap"
+    memory_batch: int  # the largest micro-batch memory holds (the frontier's end)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "gpu": self.gpu,
+            "layout": {"tp": self.layout.tp, "ep": self.layout.ep, "pp": self.layout.pp, "dp": self.layout.dp},
+            "accelerators": self.layout.accelerators,
+            "micro_batch": self.batch,
+            "sequences": self.sequences,
+            "tpot_s": self.tpot,
+            "tpot_floor_s": self.tpot_floor,
+            "ttft_s": self.ttft,
+            "requests_per_s": self.capacity,
+            "tokens_per_s_per_accelerator": self.per_accelerator,
+            "tokens_per_s_per_user": self.per_user,
+            "accelerators_for_rate": self.for_rate,
+            "usd_per_million_tokens": self.cost_per_million,
+            "joules_per_token": self.joules_per_token,
+            "binds": self.binds,
+            "memory_micro_batch": self.memory_batch,
+        }
+
+
+@dataclass
+class Search:
+    """One accelerator's search: its rows, and what ruled the other layouts out."""
+
+    gpu: Gpu
+    system: System
+    estimate: str
+    rows: list[Row]
+    ruled_out: dict[str, int] = field(default_factory=dict)
+    layouts: int = 0
+    compiled: Compiled | None = None
+    inputs: dict[Layout, list[np.ndarray]] = field(default_factory=dict)
+
+
+# Compiling: the library's layout formulas as numpy functions of the layout inputs and the batch.
+
+
+@dataclass
+class Compiled:
+    tpot: Callable[..., Any]
+    tpot_floor: Callable[..., Any]
+    ttft: Callable[..., Any]
+    weights: Callable[..., Any]
+    held: Callable[..., Any]
+    branches: list[tuple[Callable[..., Any], float | None]]  # each branch and its q (None: linear)
+
+
+def compile_plan(model: Model, gpu: Gpu, dtype: str, targets: Targets, floor: bool) -> Compiled:
+    from derive.sweeps import predictor_inputs, substituted
+
+    values, library = predictor_inputs(model, gpu, dtype)
+    values.update({sym.S_p: sympy.Integer(targets.prompt), sym.S_o: sympy.Integer(targets.output)})
+    values.setdefault(sym.k_e, sympy.Integer(1))  # a dense model: multiplied by L_a = 0
+    swept = [*INPUTS, sym.B]
+    step = lay.tpot_f if floor else lay.tpot_c
+    decode = substituted(step.symbol, swept, values, library, predict=True)
+    held_values = dict(values)
+    held_values[sym.S] = sympy.Integer(targets.prompt + targets.output)  # the cache at the end of the reply
+
+    def numpy(expr: sympy.Expr, context: dict[Sym, sympy.Expr], predict: bool = True) -> Callable[..., Any]:
+        return sympy.lambdify([s.symbol for s in swept], substituted(expr, swept, context, library, predict), "numpy")
+
+    return Compiled(
+        tpot=sympy.lambdify([s.symbol for s in swept], decode, "numpy"),
+        tpot_floor=numpy(lay.tpot_f.symbol, values),
+        ttft=numpy((lay.ttft_f if floor else lay.ttft_c).symbol, values),
+        weights=numpy(lay.W_g.symbol, values),
+        held=numpy(lay.K_gs.symbol, held_values, predict=False),
+        branches=[(sympy.lambdify([s.symbol for s in swept], b, "numpy"), _base(b)) for b in _branches(decode)],
+    )
+
+
+def _branches(expr: sympy.Expr) -> list[sympy.Expr]:
+    """The expression with each maximum that involves the batch replaced by one of its arguments, every way."""
+    batch = sym.B.symbol
+    if batch not in expr.free_symbols:
+        return [expr]
+    if isinstance(expr, sympy.Max):
+        return [b for arg in expr.args for b in _branches(arg)]
+    if isinstance(expr, sympy.Min):
+        raise DeriveError("a step time with a minimum over the batch has no closed-form largest batch")
+    if isinstance(expr, (sympy.Add, sympy.Mul)):
+        choices = [_branches(arg) for arg in expr.args]
+        with sympy.evaluate(False):
+            return [expr.func(*combo) for combo in itertools.product(*choices)]
+    return [expr]
+
+
+def _base(branch: sympy.Expr) -> float | None:
+    """q of the branch's q^B term (the experts a batch touches), or None for a linear branch."""
+    batch = sym.B.symbol
+    bases = {
+        float(p.base ** (p.exp / batch))
+        for p in branch.atoms(sympy.Pow)
+        if batch in p.exp.free_symbols and not (p.exp / batch).free_symbols
+    }
+    if len(bases) > 1:
+        raise DeriveError("a step time with two experts' coverage terms has no closed-form largest batch")
+    return bases.pop() if bases else None
+
+
+def largest_batch(compiled: Compiled, inputs: Sequence[np.ndarray], target: float) -> np.ndarray:
+    """The largest (real) batch whose step meets `target`, per layout: the least of the branches' roots.
+
+    Each branch is a + b·B + c·q^B. Three batches give a, b and c; a fourth checks the form.
+    Root of a + b·B - C·q^B = T with C = -c > 0, u = ln q < 0: B = D/b + W0(-u·C·q^(D/b)/b)/(-u), D = T - a.
+    """
+    best = np.full(len(inputs[0]), np.inf)
+    for branch, q in compiled.branches:
+        f0, f1, f2 = (np.broadcast_to(branch(*inputs, batch), best.shape).astype(float) for batch in _PROBE)
+        if q is None:
+            a, b, c = f0, f1 - f0, np.zeros_like(f0)
+        else:
+            c = (f2 - 2 * f1 + f0) / (1 - q) ** 2
+            a, b = f0 - c, f1 - f0 - c * (q - 1)
+        predicted = a + b * _CHECK + c * (q**_CHECK if q is not None else 0)
+        actual = np.broadcast_to(branch(*inputs, _CHECK), best.shape)
+        if not np.allclose(predicted, actual, rtol=1e-7, atol=1e-15):
+            raise DeriveError("a branch of the step time is not linear-plus-exponential in the batch")
+        best = np.minimum(best, _root(a, b, c, q, target))
+    return best
+
+
+def _root(a: np.ndarray, b: np.ndarray, c: np.ndarray, q: float | None, target: float) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        d = target - a
+        if q is None:  # a + b·B = T; a branch that does not grow with the batch meets the target always or never
+            return np.where(b > 0, d / np.where(b > 0, b, 1.0), np.where(d >= 0, np.inf, -np.inf))
+        u, big_c = math.log(q), -c
+        flat = np.where(d >= 0, np.inf, np.log(np.maximum(-d, 1e-300) / big_c) / u)  # b = 0: q^B = (a - T)/C
+        z = -u * big_c / np.where(b > 0, b, 1.0) * np.exp(np.clip(u * d / np.where(b > 0, b, 1.0), -700, 700))
+        curved = d / np.where(b > 0, b, 1.0) + _lambert_w0(z) / (-u)
+        return np.where(b > 0, curved, flat)
+
+
+def _lambert_w0(z: np.ndarray) -> np.ndarray:
+    """The principal branch of w·e^w = z for z >= 0 (Halley's iteration from a log start; to 1e-14)."""
+    w = np.where(z < 1, z * (1 - z), np.log1p(z) - np.log(np.log1p(np.log1p(z)) + 1e-300) * (z > 3))
+    for _ in range(50):
+        e = np.exp(w)
+        f = w * e - z
+        step = f / (e * (w + 1) - (w + 2) * f / (2 * w + 2))
+        w = w - step
+        if np.all(np.abs(step) <= 1e-14 * (1 + np.abs(w))):
+            break
+    return w
+
+
+# Searching.
+
+
+def layout_inputs(model: Model, layouts: list[Layout], system: System) -> list[np.ndarray]:
+    s = shape(model)
+    rows = [
+        (
+            lt.tp,
+            lt.pp,
+            lt.dp,
+            lt.ep,
+            kv_shards(s, lt.tp),
+            s.moe_layers if lt.ep > 1 else 0,
+            float(system.link(lt.tp)),
+            float(system.link(lt.tp * lt.dp)),
+            float(system.link(lt.accelerators)),
+        )
+        for lt in layouts
+    ]
+    return [np.array(column, dtype=float) for column in zip(*rows, strict=True)]
+
+
+def search_gpu(
+    model: Model,
+    gpu: Gpu,
+    dtype: str,
+    targets: Targets,
+    max_accelerators: int,
+    max_batch: int,
+    price: Price | None,
+    floor: bool = False,
+) -> Search:
+    system = system_for(gpu)
+    layouts = search(model, system, max_accelerators)
+    fit = calibration(gpu, dtype)
+    estimate = "floor (roofline)" if floor else _estimate_label(fit)
+    found = Search(gpu, system, estimate, [], {}, len(layouts))
+    if not layouts:
+        return found
+    compiled = compile_plan(model, gpu, dtype, targets, floor)
+    found.compiled = compiled
+    inputs = layout_inputs(model, layouts, system)
+    size = len(layouts)
+
+    def at(fn: Callable[..., Any], batch: Any) -> np.ndarray:
+        return np.broadcast_to(np.asarray(fn(*inputs, batch), dtype=float), (size,))
+
+    weights, per_sequence = at(compiled.weights, 0.0), at(compiled.held, 1.0)
+    by_memory = np.floor((float(gpu.memory) - weights) / per_sequence)
+    ttft = at(compiled.ttft, 1.0)
+    by_tpot = np.floor(largest_batch(compiled, inputs, float(targets.tpot)) + 1e-9)
+    batch = np.minimum(np.minimum(by_tpot, by_memory), max_batch)
+    for i, layout in enumerate(layouts):
+        reason = None
+        if by_memory[i] < 1:
+            reason = "weights and one sequence's cache do not fit"
+        elif ttft[i] > float(targets.ttft):
+            reason = "TTFT above the target"
+        elif by_tpot[i] < 1:
+            reason = "TPOT above the target at batch 1"
+        if reason:
+            found.ruled_out[reason] = found.ruled_out.get(reason, 0) + 1
+            continue
+        b = int(batch[i])
+        binds = "TPOT" if by_tpot[i] <= min(by_memory[i], max_batch) else "memory"
+        if max_batch < min(by_tpot[i], by_memory[i]):
+            binds = "batch cap"
+        one = [np.array([column[i]]) for column in inputs]
+        found.inputs[layout] = one
+        tpot = float(np.asarray(compiled.tpot(*one, float(b))).ravel()[0])
+        if tpot > float(targets.tpot) * (1 + 1e-9):
+            raise DeriveError(f"internal: the closed-form batch {b} misses the TPOT target on {layout}")
+        tpot_floor = float(np.asarray(compiled.tpot_floor(*one, float(b))).ravel()[0])
+        row = _row(gpu, layout, b, tpot, tpot_floor, float(ttft[i]), targets, price, binds)
+        row.memory_batch = int(min(by_memory[i], max_batch))
+        found.rows.append(row)
+    return found
+
+
+def _estimate_label(fit: Any) -> str:
+    if fit.borrowed:
+        return (
+            f"calibrated, {fit.fitted_on}'s {fit.fitted_precision} fit borrowed (none for {fit.gpu} in {fit.precision})"
+        )
+    return f"calibrated ({fit.fitted_on}, {fit.fitted_precision} fit)"
+
+
+def _row(
+    gpu: Gpu,
+    layout: Layout,
+    batch: int,
+    tpot: float,
+    tpot_floor: float,
+    ttft: float,
+    targets: Targets,
+    price: Price | None,
+    binds: str,
+) -> Row:
+    """The reported quantities of one layout, from the library's formulas."""
+    from derive.evaluation import evaluate
+    from formulas.energy import P_acc
+
+    given: dict[Sym, sympy.Expr] = {
+        sym.n: sympy.Integer(layout.tp),
+        lay.pp: sympy.Integer(layout.pp),
+        lay.dp: sympy.Integer(layout.dp),
+        sym.B: sympy.Integer(batch),
+        sym.tau: sympy.Integer(1),
+        sym.S_o: sympy.Integer(targets.output),
+        lay.tpot_c: sympy.Float(tpot),
+        lay.t_rq: sympy.Float(ttft),
+        P_acc: gpu.power,
+    }
+    value = {
+        s: float(evaluate(s.symbol, given)) for s in (lay.N_L, lay.B_L, lay.Q_L, lay.R_gpu, lay.R_usr, lay.e_tok_L)
+    }
+    for_rate = None
+    if targets.rate is not None:
+        given[lay.lam] = targets.rate
+        for_rate = int(evaluate(lay.N_rate.symbol, given))
+    cost = None
+    if price is not None:
+        given[lay.price] = price.per_second
+        cost = float(evaluate(lay.c_tok.symbol, given)) * 1e6
+    return Row(
+        gpu=gpu.name,
+        layout=layout,
+        batch=batch,
+        sequences=int(value[lay.B_L]),
+        tpot=tpot,
+        tpot_floor=tpot_floor,
+        ttft=ttft,
+        capacity=value[lay.Q_L],
+        per_accelerator=value[lay.R_gpu],
+        per_user=value[lay.R_usr],
+        for_rate=for_rate,
+        cost_per_million=cost,
+        joules_per_token=value[lay.e_tok_L],
+        binds=binds,
+        memory_batch=batch,
+    )
+
+
+def pareto(rows: list[Row]) -> list[Row]:
+    """Rows no other row beats on both throughput per accelerator and tokens per user, best throughput first."""
+    ordered = sorted(rows, key=lambda r: (-r.per_accelerator, -r.per_user, r.layout.accelerators))
+    front: list[Row] = []
+    for row in ordered:
+        if not front or row.per_user > front[-1].per_user:
+            front.append(row)
+    return front
+
+
+def pick(rows: list[Row]) -> Row | None:
+    """The cheapest row per million tokens where every row has a price, else the most tokens per accelerator."""
+    if not rows:
+        return None
+    if all(r.cost_per_million is not None for r in rows):
+        return min(rows, key=lambda r: (r.cost_per_million, r.layout.accelerators))
+    return max(rows, key=lambda r: (r.per_accelerator, -r.layout.accelerators))
+
+
+def frontier(found: Search, targets: Targets, points: int = 48) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens a second per user and per accelerator along the best layouts of one accelerator, every batch.
+
+    Each feasible layout is run from batch 1 to what its memory holds; the frontier keeps the points no other
+    point beats on both axes.
+    """
+    from derive.evaluation import inline
+
+    assert found.compiled is not None
+    per_accelerator = inline(lay.R_gpu.symbol, lay.tpot_c)
+    args = [lay.t_rq, sym.S_o, lay.tpot_c, lay.B_L, lay.N_L, sym.tau]
+    rate = sympy.lambdify([a.symbol for a in args], per_accelerator, "numpy")
+    users, accelerators = [], []
+    for row in found.rows:
+        batches = np.unique(np.round(np.geomspace(1, max(row.memory_batch, 1), points)))
+        step = np.broadcast_to(found.compiled.tpot(*found.inputs[row.layout], batches), batches.shape)
+        ok = step <= float(targets.tpot) * 4  # the frontier near the target, not a batch far past it
+        sequences = batches * row.layout.pp
+        users.append(1 / step[ok])
+        accelerators.append(rate(row.ttft, targets.output, step[ok], sequences[ok], row.layout.accelerators, 1))
+    if not users:
+        return np.array([]), np.array([])
+    u, g = np.concatenate(users), np.concatenate(accelerators)
+    order = np.argsort(-u)
+    keep = g[order] >= np.maximum.accumulate(g[order])
+    return u[order][keep][::-1], g[order][keep][::-1]
+
+
+@dataclass
+class Plan:
+    """Every accelerator's search, the Pareto rows and the pick: what `derive plan` prints."""
+
+    model: Model
+    dtype: str
+    targets: Targets
+    searches: list[Search]
+    prices: dict[str, Price]
+    max_accelerators: int
+    max_batch: int
+    floor: bool = False
+    defaults: tuple[str, ...] = ()
+
+    @property
+    def rows(self) -> list[Row]:
+        return [row for found in self.searches for row in found.rows]
+
+    def pareto(self) -> list[Row]:
+        front = [row for found in self.searches for row in pareto(found.rows)]
+        return sorted(front, key=lambda r: (r.cost_per_million is None, r.cost_per_million or 0, -r.per_accelerator))
+
+    def pick(self) -> Row | None:
+        return pick(self.rows)
+
+    def notes(self) -> list[str]:
+        out = [f"{f.gpu.name}: {f.system.title}; estimate: {f.estimate}" for f in self.searches]
+        for f in self.searches:
+            ruled = ", ".join(f"{reason} ({count})" for reason, count in sorted(f.ruled_out.items()))
+            out.append(
+                f"{f.gpu.name}: {f.layouts} layouts searched, {len(f.rows)} meet the targets"
+                + (f"; ruled out: {ruled}" if ruled else "")
+            )
+        for name, price in self.prices.items():
+            out.append(f"price {name}: {float(price.per_second) * 3600:.2f} USD/h ({price.label}; {price.source})")
+        missing = [f.gpu.name for f in self.searches if f.gpu.name not in self.prices]
+        if missing:
+            out.append(f'no price for {", ".join(missing)}: pass --price "{missing[0]}=2.5 USD/h" for a cost')
+        out.append(
+            "TTFT is one prompt alone (no queueing); capacity charges each request its prompt pass and its share of "
+            "the decode steps (an aggregated server without chunked prefill); energy is every accelerator at its TDP"
+        )
+        if self.defaults:
+            out.append(f"defaults used: {', '.join(self.defaults)}")
+        return out
+
+    def describe_targets(self) -> str:
+        t = self.targets
+        rate = f", {float(t.rate):g} requests/s" if t.rate is not None else ""
+        return (
+            f"{self.model.title} ({self.dtype}), {t.prompt:,}-token prompts, {t.output:,}-token replies: "
+            f"TTFT <= {float(t.ttft) * 1e3:g} ms, TPOT <= {float(t.tpot) * 1e3:g} ms{rate}; "
+            f"layouts of up to {self.max_accelerators} accelerators"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        chosen = self.pick()
+        return {
+            "command": "plan",
+            "model": self.model.name,
+            "dtype": self.dtype,
+            "targets": {
+                "ttft_s": float(self.targets.ttft),
+                "tpot_s": float(self.targets.tpot),
+                "requests_per_s": None if self.targets.rate is None else float(self.targets.rate),
+                "prompt": self.targets.prompt,
+                "output": self.targets.output,
+            },
+            "max_accelerators": self.max_accelerators,
+            "max_micro_batch": self.max_batch,
+            "pick": None if chosen is None else chosen.as_dict(),
+            "pareto": [row.as_dict() for row in self.pareto()],
+            "searches": {
+                f.gpu.name: {
+                    "system": f.system.name,
+                    "estimate": f.estimate,
+                    "layouts": f.layouts,
+                    "meet_targets": len(f.rows),
+                    "ruled_out": f.ruled_out,
+                }
+                for f in self.searches
+            },
+            "notes": self.notes(),
+        }
+
+    def to_json(self) -> str:
+        import json
+
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+    def table(self) -> tuple[list[str], list[list[str]]]:
+        head = [
+            "",
+            "GPU",
+            "accel.",
+            "layout",
+            "batch",
+            "tok/s/accel.",
+            "tok/s/user",
+            "TPOT ms (floor)",
+            "TTFT ms",
+            "accel. for rate",
+            "USD/M tok",
+            "J/tok",
+            "binds",
+        ]
+        chosen = self.pick()
+        body = []
+        for r in self.pareto():
+            body.append(
+                [
+                    "*" if r is chosen else "",
+                    r.gpu,
+                    str(r.layout.accelerators),
+                    str(r.layout),
+                    f"{r.batch:,}" + (f" x {r.layout.pp}" if r.layout.pp > 1 else ""),
+                    f"{r.per_accelerator:,.0f}",
+                    f"{r.per_user:,.1f}",
+                    f"{r.tpot * 1e3:.1f} ({r.tpot_floor * 1e3:.1f})",
+                    f"{r.ttft * 1e3:,.0f}",
+                    "" if r.for_rate is None else f"{r.for_rate:,}",
+                    "" if r.cost_per_million is None else f"{r.cost_per_million:.2f}",
+                    f"{r.joules_per_token:.3g}",
+                    r.binds,
+                ]
+            )
+        return head, body
+
+    def to_text(self) -> str:
+        head, body = self.table()
+        widths = [max(len(x) for x in column) for column in zip(head, *body, strict=True)]
+        lines = [f"Plan: {self.describe_targets()}", ""]
+        for cells in (head, *body):
+            lines.append(
+                "  ".join(
+                    c.rjust(w) if i > 3 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+                ).rstrip()
+            )
+        lines += ["", self.summary(), ""] + [f"note: {n}" for n in self.notes()]
+        return "\n".join(lines) + "\n"
+
+    def to_markdown(self) -> str:
+        head, body = self.table()
+        rows = [f"| {' | '.join(head)} |", f"|{'|'.join('---' for _ in head)}|"] + [
+            f"| {' | '.join(c)} |" for c in body
+        ]
+        notes = "\n".join(f"- {n}" for n in self.notes())
+        return f"## Plan\n\n{self.describe_targets()}\n\n" + "\n".join(rows) + f"\n\n{self.summary()}\n\n{notes}\n"
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+    def summary(self) -> str:
+        chosen = self.pick()
+        if chosen is None:
+            return "No layout meets the targets."
+        by = (
+            "the lowest cost per million output tokens"
+            if chosen.cost_per_million is not None
+            else ("the most output tokens a second per accelerator")
+        )
+        rate = ""
+        if chosen.for_rate is not None:
+            copies = chosen.for_rate // chosen.layout.accelerators
+            wanted = float(self.targets.rate or 0)
+            rate = f"; {wanted:g} requests/s take {copies:,} copies, {chosen.for_rate:,} {chosen.gpu}s"
+        return (
+            f"Pick ({by}): {chosen.layout.accelerators} x {chosen.gpu} as {chosen.layout}, "
+            f"micro-batch {chosen.batch:,} ({chosen.sequences:,} sequences), {chosen.per_accelerator:,.0f} tokens/s per accelerator at "
+            f"{chosen.per_user:,.1f} tokens/s per user, TPOT {chosen.tpot * 1e3:.1f} ms (floor "
+            f"{chosen.tpot_floor * 1e3:.1f} ms), limited by {chosen.binds}{rate}."
+        )
+
+    def figure(self, path: Any) -> list[Any]:
+        """The throughput-per-accelerator against tokens-per-user frontier, one curve per accelerator."""
+        from pathlib import Path
+
+        from derive import figures
+
+        stem = Path(path).with_suffix("")
+        plt = figures.pyplot()
+        fig, ax = plt.subplots()
+        for i, found in enumerate(self.searches):
+            users, per_accelerator = frontier(found, self.targets)
+            if len(users):
+                ax.plot(
+                    users,
+                    per_accelerator,
+                    color=f"C{i}",
+                    lw=1.5,
+                    label=f"{found.gpu.name} ({found.estimate.split(',')[0].split(' (')[0]})",
+                )
+        chosen = self.pick()
+        if chosen is not None:
+            ax.plot(
+                [chosen.per_user], [chosen.per_accelerator], "k*", ms=10, label=f"pick: {chosen.gpu} {chosen.layout}"
+            )
+        ax.axvline(1 / float(self.targets.tpot), color="grey", ls=":", lw=1, label="TPOT target")
+        ax.set_xlabel("tokens/s per user")
+        ax.set_ylabel("output tokens/s per accelerator")
+        ax.set_title(f"{self.model.title}: the best layout at each speed", fontsize=10)
+        ax.legend(fontsize=8)
+        figures.save(fig, stem)
+        return [stem.with_suffix(".svg"), stem.with_suffix(".png")]
+
+
+def plan(
+    model: Model,
+    gpus: list[Gpu],
+    targets: Targets,
+    dtype: str = "bf16",
+    max_accelerators: int = 64,
+    max_batch: int = 1024,
+    price_overrides: str | None = None,
+    floor: bool = False,
+    defaults: tuple[str, ...] = (),
+) -> Plan:
+    from derive.systems import prices
+
+    table = prices(gpus, price_overrides)
+    searches = [
+        search_gpu(model, gpu, dtype, targets, max_accelerators, max_batch, table.get(gpu.name), floor) for gpu in gpus
+    ]
+    found = Plan(model, dtype, targets, searches, table, max_accelerators, max_batch, floor, defaults)
+    if not found.rows:
+        reasons: dict[str, int] = {}
+        for f in searches:
+            for reason, count in f.ruled_out.items():
+                reasons[reason] = reasons.get(reason, 0) + count
+        said = ", ".join(f"{r} ({c})" for r, c in sorted(reasons.items(), key=lambda kv: -kv[1])) or "no valid layout"
+        raise DeriveError(
+            f"no layout of up to {max_accelerators} {'/'.join(g.name for g in gpus)} meets the targets: {said}",
+            "Relax --tpot or --ttft, raise --max-gpus, or try another --gpu or --dtype",
+        )
+    return found

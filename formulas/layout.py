@@ -1,0 +1,299 @@
+"""A deployment layout (tp × ep × pp × dp): what one accelerator holds, reads, computes and sends.
+
+A layout of n·p·d accelerators runs one copy of the model:
+- tensor parallelism n splits every layer's heads and matrices (Megatron, Shoeybi et al. 2019);
+- pipeline parallelism p gives each stage L/p layers; the batch is p micro-batches of B sequences,
+  one in each stage at a time, so a token's step is p stage-slots (Huang et al. 2019, 'GPipe');
+- attention data parallelism d runs d copies of the attention, each over B/d of a micro-batch,
+  while the routed experts are shared by all n·d accelerators of a stage (DeepSeek-V3's serving,
+  arXiv:2412.19437 sec. 3.4; SGLang's DP attention);
+- expert parallelism e places whole experts: e = 1 splits every expert n ways like the MLP, e = n·d
+  gives each accelerator E/e whole experts and moves tokens to them by all-to-all.
+Here B is one micro-batch: the sequences one stage works on at a time (the batch when p = 1).
+The model's own quantities (W_read, K, F, the routed W_x) are those of that micro-batch.
+Tensor parallelism cannot split a cache past its KV heads: s_kv = min(n, n_kv) shards it, and a
+latent cache (MLA) is whole on every accelerator (vLLM, SGLang), hence attention data parallelism.
+"""
+
+import sympy
+
+from derive.library import formula
+from derive.symbols import Sym, define
+from formulas import calibrated as cal
+from formulas.collectives import exchange, over_link, ring_allreduce
+from formulas.energy import P_acc
+from formulas.flops import F_att
+from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, W, k_e, kv_seq, kv_total, n, tau
+from formulas.reads import W_pre, W_read
+from formulas.sharding import b_a, v_d
+
+_LAYOUT = "formulas/layout.py's layout: n-way tensor, p-stage pipeline, d-way attention data parallelism"
+
+# The layout.
+pp = define("pp", "p", "", "p", "pipeline stages (each holds L/p layers)")
+dp = define("dp", "d_a", "", r"d_{a}", "attention data-parallel ranks sharing one copy of the routed experts")
+ep = define("ep", "e", "", "e", "expert-parallel ranks: 1 splits each expert n ways, n·d places experts whole")
+N_L = define("layout_accelerators", "N_L", "", r"N_{L}", "accelerators one copy of the model runs on")
+B_L = define("layout_sequences", "B_L", "sequence", r"B_{L}", "sequences the layout decodes at once (p micro-batches)")
+s_kv = define("kv_shards", "s_kv", "", r"s_{kv}", "ways tensor parallelism splits the cache (min(n, n_kv); 1 for MLA)")
+L_a = define("alltoall_layers", "L_a", "", r"L_{a}", "layers whose experts are reached by all-to-all (0 unless e > 1)")
+W_E = define("routed_expert_bytes", "W_E", "byte", r"W_{E}", "bytes of the routed experts' weights, stored")
+BW_tp = define("tp_link_bandwidth", "BW_tp", "byte/second", r"BW_{tp}", "one-way link of the tensor-parallel group")
+BW_ep = define("ep_link_bandwidth", "BW_ep", "byte/second", r"BW_{ep}", "one-way link of the expert all-to-all group")
+BW_pp = define("pp_link_bandwidth", "BW_pp", "byte/second", r"BW_{pp}", "one-way link between pipeline stages")
+
+# Per accelerator, one stage-slot (one micro-batch through one stage).
+W_g = define("weight_bytes_per_accelerator", "W_g", "byte", r"W_{g}", "weight bytes one accelerator stores")
+K_gs = define(
+    "kv_bytes_held_per_accelerator",
+    "K_gs",
+    "byte",
+    r"K_{g,held}",
+    "KV bytes one accelerator holds for all p micro-batches",
+)
+W_rg = define("weight_read_per_accelerator", "W_rg", "byte", r"W_{r,g}", "weight bytes one accelerator reads in a slot")
+K_g = define("kv_read_per_accelerator", "K_g", "byte", r"K_{g}", "KV bytes one accelerator reads in a slot")
+F_g = define("gemm_flops_per_accelerator", "F_g", "FLOP", r"F_{g}", "GEMM FLOPs of one accelerator in a slot")
+A_g = define("attention_flops_per_accelerator", "A_g", "FLOP", r"A_{g}", "attention FLOPs of one accelerator in a slot")
+X_r = define("rank_activation_bytes", "X_r", "byte", r"X_{r}", "d-wide activations of one attention rank's tokens")
+Y_tp = define("tp_sent_bytes", "Y_tp", "byte", r"Y_{tp}", "all-reduce bytes one accelerator sends in a slot")
+Y_ep = define("ep_sent_bytes", "Y_ep", "byte", r"Y_{ep}", "all-to-all bytes one accelerator sends in a slot")
+Y_pp = define("pp_sent_bytes", "Y_pp", "byte", r"Y_{pp}", "activation bytes one accelerator sends to the next stage")
+w_L = define("layout_expert_width", "w_L", "", r"w_{L}", "width of one routed expert's matrices on one accelerator")
+
+# Times.
+t_sf = define("layout_slot_floor", "t_sf", "second", r"t_{slot}", "floor of one slot: the slowest of HBM, FLOPs, links")
+tpot_f = define("layout_tpot_floor", "TPOT_L", "second", r"\mathrm{TPOT}_{L}", "floor of a decode step of the layout")
+t_sc = define("layout_slot_time", "t_sc", "second", r"t_{slot,cal}", "one slot at the fitted efficiencies")
+tpot_c = define("layout_tpot", "TPOT_Lc", "second", r"\mathrm{TPOT}_{L,cal}", "decode step of the layout, calibrated")
+W_pg = define(
+    "prefill_weight_read_per_accelerator", "W_pg", "byte", r"W_{p,g}", "weight bytes a stage reads to prefill"
+)
+F_pg = define("prefill_flops_per_accelerator", "F_pg", "FLOP", r"F_{p,g}", "GEMM FLOPs of one accelerator to prefill")
+A_pg = define(
+    "prefill_attention_flops_per_accelerator",
+    "A_pg",
+    "FLOP",
+    r"A_{p,g}",
+    "attention FLOPs of one accelerator to prefill",
+)
+K_pg = define("prefill_kv_per_accelerator", "K_pg", "byte", r"K_{p,g}", "KV bytes one accelerator writes to prefill")
+X_p = define("prefill_activation_bytes", "X_p", "byte", r"X_{p}", "d-wide activations of the prompts being prefilled")
+ttft_f = define("layout_ttft_floor", "TTFT_L", "second", r"\mathrm{TTFT}_{L}", "floor of the prompt pass on the layout")
+t_pc = define("layout_prefill_slot_time", "t_pslot", "second", r"t_{p,cal}", "one stage of the prompt pass, calibrated")
+ttft_c = define("layout_ttft", "TTFT_Lc", "second", r"\mathrm{TTFT}_{L,cal}", "prompt pass on the layout, calibrated")
+
+# What a plan reports.
+t_rq = define("prefill_time_per_request", "t_rq", "second/sequence", r"t_{rq}", "prompt-pass time of one request alone")
+Q_L = define(
+    "layout_capacity", "Q_L", "sequence/second", r"Q_{L}", "requests one copy of the layout completes a second"
+)
+R_gpu = define("throughput_per_accelerator", "R_g", "token/second", r"R_{g}", "output tokens a second per accelerator")
+R_usr = define("tokens_per_user", "R_u", "token/second/sequence", r"R_{u}", "output tokens a second each user sees")
+lam = define("request_rate", "lambda_r", "sequence/second", r"\lambda", "requests a second to serve")
+N_rate = define("accelerators_for_rate", "N_rate", "", r"N_{\lambda}", "accelerators whole copies need for the rate")
+price = define("accelerator_price", "c_acc", "USD/second", r"c_{acc}", "rental price of one accelerator")
+c_tok = define("cost_per_token", "c_tok", "USD/token", r"c_{tok}", "cost of one output token at full capacity")
+e_tok_L = define("layout_energy_per_token", "e_L", "joule/token", r"e_{L}", "energy per output token at TDP")
+
+_SLOT = "A slot is one micro-batch through one stage: L/p layers over that micro-batch's tokens."
+
+
+def _per(amount: sympy.Expr, *splits: Sym) -> sympy.Expr:
+    return amount / sympy.Mul(*(s.symbol for s in splits))
+
+
+def _shared(dense: sympy.Expr, routed: sympy.Expr) -> sympy.Expr:
+    """One accelerator's part: its rank's 1/(n·p) of what is replicated, 1/(n·d·p) of the shared experts."""
+    return _per(dense, n, pp) + _per(routed, n, dp, pp)
+
+
+layout_accelerators = formula(N_L, n.symbol * pp.symbol * dp.symbol, f"{_LAYOUT}: n·p·d accelerators in all.")
+layout_sequences = formula(B_L, pp.symbol * B.symbol, "Each of the p stages works on its own micro-batch of B.")
+weight_bytes_per_accelerator = formula(
+    W_g,
+    _shared(W.symbol - W_E.symbol, W_E.symbol),
+    "Attention, dense MLPs and embeddings are split n ways and p stages and copied to each attention rank; "
+    "the routed experts are spread over all n·d accelerators of a stage (DeepSeek-V3, sec. 3.4).",
+)
+kv_bytes_held_per_accelerator = formula(
+    K_gs,
+    pp.symbol * _per(B.symbol * kv_seq.symbol, dp, pp, s_kv),
+    "Each accelerator keeps the cache of its rank's share of every micro-batch, for its stage's layers and its "
+    "shard of the KV heads.",
+)
+no_routed_expert_bytes = formula(W_E, sympy.Integer(0), "A dense model has no routed experts.")
+weight_read_per_accelerator = formula(
+    W_rg,
+    _shared(W_read.symbol - cal.W_x.symbol, cal.W_x.symbol),
+    f"{_SLOT} The replicated weights are streamed whole by each rank; the touched experts once, spread over the stage.",
+)
+kv_read_per_accelerator = formula(
+    K_g,
+    _per(kv_total.symbol, dp, pp, s_kv),
+    f"{_SLOT} Each rank reads its sequences' cache for the stage's layers, split over its s_kv KV shards.",
+)
+gemm_flops_per_accelerator = formula(
+    F_g,
+    _per(B.symbol * tau.symbol * F.symbol, n, dp, pp),
+    f"{_SLOT} A rank's tokens through its 1/n of the replicated matrices, and every token's experts spread over "
+    "the stage: either way 1/(n·d·p) of the step's FLOPs.",
+)
+attention_flops_per_accelerator = formula(
+    A_g,
+    _per(B.symbol * tau.symbol * F_att.symbol, n, dp, pp),
+    f"{_SLOT} Query heads split n ways; each rank attends only its own sequences.",
+)
+rank_activation_bytes = formula(
+    X_r,
+    _per(B.symbol * tau.symbol * v_d.symbol * b_a.symbol, dp),
+    "One attention rank's B/d sequences each carry tau d-wide activations per layer.",
+)
+tp_sent_bytes = formula(
+    Y_tp,
+    (cal.m_ar.symbol * L.symbol - L_a.symbol) / pp.symbol * ring_allreduce(n.symbol, X_r.symbol),
+    "Two ring all-reduces a layer over the tensor-parallel group (after attention and after the MLP; a MoE "
+    "layer reached by all-to-all needs only the first), for the stage's L/p layers.",
+)
+ep_sent_bytes = formula(
+    Y_ep,
+    2 * L_a.symbol / pp.symbol * exchange(ep.symbol, k_e.symbol * X_r.symbol / n.symbol),
+    "Dispatch and combine: each token sends k copies of its activation to the experts' accelerators and gets "
+    "them back; the n accelerators of a rank split its tokens (DeepSeek-V3, sec. 3.4; k·d·b a token a layer).",
+)
+pp_sent_bytes = formula(
+    Y_pp,
+    X_r.symbol / n.symbol,
+    "A stage hands its micro-batch's activations to the next, each of the n accelerators its 1/n "
+    "(Megatron's scatter-gather of pipeline sends, Narayanan et al. 2021, sec. 4.1).",
+)
+layout_expert_width = formula(
+    w_L,
+    cal.w_x.symbol * ep.symbol / dp.symbol,
+    "Expert parallelism e = n·d keeps each expert whole; e = 1 splits it n ways (the tensor-parallel width w_x).",
+)
+
+layout_slot_floor = formula(
+    t_sf,
+    sympy.Max(
+        (W_rg.symbol + K_g.symbol) / BW.symbol,
+        (F_g.symbol + A_g.symbol) / P.symbol,
+        Y_tp.symbol / BW_tp.symbol + Y_ep.symbol / BW_ep.symbol,
+    ),
+    "Roofline over one accelerator's share: its bytes at full bandwidth, its FLOPs at peak, its collectives at "
+    "full link speed, whichever is slowest (Williams et al. 2009); each bound holds, so their maximum does.",
+)
+layout_tpot_floor = formula(
+    tpot_f,
+    pp.symbol * t_sf.symbol + (pp.symbol - 1) * Y_pp.symbol / BW_pp.symbol,
+    "A micro-batch passes through all p stages and the p-1 links between them to gain one token.",
+)
+layout_slot_time = formula(
+    t_sc,
+    L.symbol / pp.symbol * cal.t_L.symbol
+    + (cal.m_ar.symbol * L.symbol - L_a.symbol)
+    / pp.symbol
+    * over_link(ring_allreduce(n.symbol, X_r.symbol), n.symbol, cal.alpha_ar, cal.eta_link, BW_tp)
+    + 2
+    * L_a.symbol
+    / pp.symbol
+    * over_link(exchange(ep.symbol, k_e.symbol * X_r.symbol / n.symbol), ep.symbol, cal.alpha_ar, cal.eta_link, BW_ep)
+    + cal.w_0.symbol
+    / w_L.symbol
+    * sympy.Max(
+        _per(cal.W_x.symbol, n, dp, pp) / BW.symbol, _per(B.symbol * tau.symbol * cal.F_x.symbol, n, dp, pp) / P.symbol
+    )
+    + sympy.Max(W_rg.symbol / (cal.eta_w.symbol * BW.symbol), F_g.symbol / (cal.eta_g.symbol * P.symbol))
+    + sympy.Max(K_g.symbol / (cal.eta_kv.symbol * BW.symbol), A_g.symbol / (cal.eta_a.symbol * P.symbol))
+    + 2 * L.symbol / pp.symbol * cal.m_ew.symbol * X_r.symbol / BW.symbol,
+    "The calibrated step (formulas/calibrated.py) over one accelerator's share of one slot: the stage's fixed "
+    "layer time, its all-reduces and all-to-alls (latency and wire at the fitted link share), narrow experts, "
+    "streaming against computing, the cache against attention, and the rank's unsplit elementwise passes.",
+)
+layout_tpot = formula(
+    tpot_c,
+    pp.symbol * t_sc.symbol
+    + (pp.symbol - 1) * (cal.alpha_ar.symbol + Y_pp.symbol / (cal.eta_link.symbol * BW_pp.symbol)),
+    "A micro-batch's p slots one after another, and its p-1 sends between stages.",
+)
+
+prefill_weight_read_per_accelerator = formula(
+    W_pg,
+    _shared(W_pre.symbol - cal.W_xp.symbol, cal.W_xp.symbol),
+    "The prompt pass streams its rank's replicated weights and the experts its tokens touch, spread over the stage.",
+)
+prefill_flops_per_accelerator = formula(
+    F_pg,
+    B.symbol * S_p.symbol * (_per(F.symbol - cal.F_x.symbol, n, pp) + _per(cal.F_x.symbol, n, dp, pp)),
+    "The prompts sit on one attention rank: its n accelerators do the replicated matmuls, the whole stage the experts.",
+)
+prefill_attention_flops_per_accelerator = formula(
+    A_pg,
+    _per(B.symbol * S_p.symbol * F_pre.symbol, n, pp),
+    "Causal attention over the prompts, split over the rank's query heads, for the stage's layers.",
+)
+prefill_kv_per_accelerator = formula(
+    K_pg, _per(B.symbol * K_pr.symbol, pp, s_kv), "The rank writes its prompts' cache, split over its KV shards."
+)
+prefill_activation_bytes = formula(
+    X_p, B.symbol * S_p.symbol * v_d.symbol * b_a.symbol, "Every prompt token is a d-wide activation."
+)
+layout_ttft_floor = formula(
+    ttft_f,
+    pp.symbol * sympy.Max((W_pg.symbol + K_pg.symbol) / BW.symbol, (F_pg.symbol + A_pg.symbol) / P.symbol)
+    + (pp.symbol - 1) * X_p.symbol / (n.symbol * BW_pp.symbol),
+    "The prompts pass through every stage in turn, each at the roofline of one accelerator's share.",
+)
+layout_prefill_slot_time = formula(
+    t_pc,
+    L.symbol / pp.symbol * cal.t_Lp.symbol
+    + (cal.m_ar.symbol * L.symbol - L_a.symbol)
+    / pp.symbol
+    * over_link(ring_allreduce(n.symbol, X_p.symbol), n.symbol, cal.alpha_p, cal.eta_linkp, BW_tp)
+    + 2
+    * L_a.symbol
+    / pp.symbol
+    * over_link(exchange(ep.symbol, k_e.symbol * X_p.symbol / n.symbol), ep.symbol, cal.alpha_p, cal.eta_linkp, BW_ep)
+    + cal.w_0p.symbol
+    / w_L.symbol
+    * sympy.Max(
+        _per(cal.W_xp.symbol, n, dp, pp) / BW.symbol,
+        _per(B.symbol * S_p.symbol * cal.F_x.symbol, n, dp, pp) / P.symbol,
+    )
+    + sympy.Max(W_pg.symbol / (cal.eta_w.symbol * BW.symbol), F_pg.symbol / (cal.eta_p.symbol * P.symbol))
+    + sympy.Max(K_pg.symbol / (cal.eta_kv.symbol * BW.symbol), A_pg.symbol / (cal.eta_a.symbol * P.symbol))
+    + 2 * L.symbol / pp.symbol * cal.m_ew.symbol * X_p.symbol / BW.symbol,
+    "The calibrated prompt pass (formulas/calibrated.py) over one stage's share, as the decode slot.",
+)
+layout_ttft = formula(
+    ttft_c,
+    pp.symbol * t_pc.symbol
+    + (pp.symbol - 1) * (cal.alpha_p.symbol + X_p.symbol / (n.symbol * cal.eta_linkp.symbol * BW_pp.symbol)),
+    "The stages one after another, and the p-1 sends between them.",
+)
+
+layout_capacity = formula(
+    Q_L,
+    1 / (t_rq.symbol + S_o.symbol * tpot_c.symbol / (B_L.symbol * tau.symbol)),
+    "Each request takes its prompt pass alone, then S_o/tau steps shared with B_L - 1 others (prefill does not "
+    "overlap decode: an aggregated server without chunked prefill).",
+)
+throughput_per_accelerator = formula(
+    R_gpu, Q_L.symbol * S_o.symbol / N_L.symbol, "Output tokens of the requests completed, per accelerator."
+)
+tokens_per_user = formula(R_usr, tau.symbol / tpot_c.symbol, "Each sequence gains tau tokens a step.")
+accelerators_for_rate = formula(
+    N_rate,
+    sympy.ceiling(lam.symbol / Q_L.symbol) * N_L.symbol,
+    "Whole copies of the layout, enough that their capacity covers the rate.",
+)
+cost_per_token = formula(
+    c_tok,
+    N_L.symbol * price.symbol / (Q_L.symbol * S_o.symbol),
+    "The layout's rent divided by the output tokens it completes (busy all the time).",
+)
+layout_energy_per_token = formula(
+    e_tok_L,
+    N_L.symbol * P_acc.symbol / (Q_L.symbol * S_o.symbol),
+    "Every accelerator at its datasheet TDP, divided by the output tokens it completes: a ceiling on the energy.",
+)
