@@ -29,7 +29,7 @@ from derive.systems import Price, System, system_for
 from formulas import layout as lay
 from formulas import notation as sym
 
-INPUTS = (sym.n, lay.pp, lay.dp, lay.ep, lay.s_kv, lay.L_a, lay.BW_tp, lay.BW_ep, lay.BW_pp)
+INPUTS = (sym.n, lay.pp, lay.dp, lay.ep, lay.s_kv, lay.L_a, lay.BW_tp, lay.BW_ep, lay.BW_pp, lay.t_rq)
 _PROBE = (0.0, 1.0, 2.0)  # three batches identify a + b·B + c·q^B exactly
 _CHECK = 7.0  # and a fourth checks that the branch has that form
 
@@ -51,8 +51,9 @@ class Row:
     layout: Layout
     batch: int  # one micro-batch (the layout decodes pp of them)
     sequences: int
-    tpot: float
+    tpot: float  # what a user sees: the decode step and its share of prompt passes
     tpot_floor: float
+    step: float  # the decode step alone
     ttft: float
     capacity: float  # requests a second, one copy
     per_accelerator: float  # output tokens a second
@@ -72,6 +73,7 @@ class Row:
             "sequences": self.sequences,
             "tpot_s": self.tpot,
             "tpot_floor_s": self.tpot_floor,
+            "decode_step_s": self.step,
             "ttft_s": self.ttft,
             "requests_per_s": self.capacity,
             "tokens_per_s_per_accelerator": self.per_accelerator,
@@ -103,9 +105,11 @@ class Search:
 
 @dataclass
 class Compiled:
-    tpot: Callable[..., Any]
+    tpot: Callable[..., Any]  # served: what the targets bind
     tpot_floor: Callable[..., Any]
+    step: Callable[..., Any]
     ttft: Callable[..., Any]
+    ttft_floor: Callable[..., Any]
     weights: Callable[..., Any]
     held: Callable[..., Any]
     branches: list[tuple[Callable[..., Any], float | None]]  # each branch and its q (None: linear)
@@ -119,7 +123,9 @@ def compile_plan(model: Model, gpu: Gpu, dtype: str, targets: Targets, floor: bo
     values.setdefault(sym.k_e, sympy.Integer(1))  # a dense model: multiplied by L_a = 0
     swept = [*INPUTS, sym.B]
     step = lay.tpot_f if floor else lay.tpot_c
-    decode = substituted(step.symbol, swept, values, library, predict=True)
+    served = library.get("layout_served_tpot").expr.xreplace({lay.tpot_c.symbol: step.symbol})
+    served_floor = library.get("layout_served_tpot").expr.xreplace({lay.tpot_c.symbol: lay.tpot_f.symbol})
+    decode = substituted(served, swept, values, library, predict=True)
     held_values = dict(values)
     held_values[sym.S] = sympy.Integer(targets.prompt + targets.output)  # the cache at the end of the reply
 
@@ -128,8 +134,10 @@ def compile_plan(model: Model, gpu: Gpu, dtype: str, targets: Targets, floor: bo
 
     return Compiled(
         tpot=sympy.lambdify([s.symbol for s in swept], decode, "numpy"),
-        tpot_floor=numpy(lay.tpot_f.symbol, values),
+        tpot_floor=numpy(served_floor, values),
+        step=numpy(step.symbol, values),
         ttft=numpy((lay.ttft_f if floor else lay.ttft_c).symbol, values),
+        ttft_floor=numpy(lay.ttft_f.symbol, values),
         weights=numpy(lay.W_g.symbol, values),
         held=numpy(lay.K_gs.symbol, held_values, predict=False),
         branches=[(sympy.lambdify([s.symbol for s in swept], b, "numpy"), _base(b)) for b in _branches(decode)],
@@ -253,15 +261,17 @@ def search_gpu(
         return found
     compiled = compile_plan(model, gpu, dtype, targets, floor)
     found.compiled = compiled
-    inputs = layout_inputs(model, layouts, system)
     size = len(layouts)
+    base = layout_inputs(model, layouts, system)
 
-    def at(fn: Callable[..., Any], batch: Any) -> np.ndarray:
-        return np.broadcast_to(np.asarray(fn(*inputs, batch), dtype=float), (size,))
+    def at(fn: Callable[..., Any], batch: Any, prompt_pass: Any = 0.0) -> np.ndarray:
+        """`fn` over every layout at `batch`, each request's prompt pass taking `prompt_pass` (an array)."""
+        return np.broadcast_to(np.asarray(fn(*base, np.broadcast_to(prompt_pass, (size,)), batch), float), (size,))
 
     weights, per_sequence = at(compiled.weights, 0.0), at(compiled.held, 1.0)
     by_memory = np.floor((float(gpu.memory) - weights) / per_sequence)
-    ttft = at(compiled.ttft, 1.0)
+    ttft, ttft_floor = at(compiled.ttft, 1.0), at(compiled.ttft_floor, 1.0)
+    inputs = [*base, ttft]  # a prompt pass is one request's TTFT (formulas/layout.py, t_rq)
     by_tpot = np.floor(largest_batch(compiled, inputs, float(targets.tpot)) + 1e-9)
     batch = np.minimum(np.minimum(by_tpot, by_memory), max_batch)
     for i, layout in enumerate(layouts):
@@ -281,11 +291,16 @@ def search_gpu(
             binds = "batch cap"
         one = [np.array([column[i]]) for column in inputs]
         found.inputs[layout] = one
-        tpot = float(np.asarray(compiled.tpot(*one, float(b))).ravel()[0])
+
+        def once(fn: Callable[..., Any], columns: list[np.ndarray] = one) -> float:
+            return float(np.ravel(fn(*columns, float(b)))[0])
+
+        tpot = once(compiled.tpot)
         if tpot > float(targets.tpot) * (1 + 1e-9):
             raise DeriveError(f"internal: the closed-form batch {b} misses the TPOT target on {layout}")
-        tpot_floor = float(np.asarray(compiled.tpot_floor(*one, float(b))).ravel()[0])
-        row = _row(gpu, layout, b, tpot, tpot_floor, float(ttft[i]), targets, price, binds)
+        floor_inputs = [*one[:-1], np.array([ttft_floor[i]])]
+        row = _row(gpu, layout, b, tpot, once(compiled.tpot_floor, floor_inputs), float(ttft[i]), targets, price, binds)
+        row.step = once(compiled.step)
         row.memory_batch = int(min(by_memory[i], max_batch))
         found.rows.append(row)
     return found
@@ -321,8 +336,7 @@ def _row(
         sym.B: sympy.Integer(batch),
         sym.tau: sympy.Integer(1),
         sym.S_o: sympy.Integer(targets.output),
-        lay.tpot_c: sympy.Float(tpot),
-        lay.t_rq: sympy.Float(ttft),
+        lay.tpot_s: sympy.Float(tpot),
         P_acc: gpu.power,
     }
     value = {
@@ -343,6 +357,7 @@ def _row(
         sequences=int(value[lay.B_L]),
         tpot=tpot,
         tpot_floor=tpot_floor,
+        step=tpot,
         ttft=ttft,
         capacity=value[lay.Q_L],
         per_accelerator=value[lay.R_gpu],
@@ -383,8 +398,8 @@ def frontier(found: Search, targets: Targets, points: int = 48) -> tuple[np.ndar
     from derive.evaluation import inline
 
     assert found.compiled is not None
-    per_accelerator = inline(lay.R_gpu.symbol, lay.tpot_c)
-    args = [lay.t_rq, sym.S_o, lay.tpot_c, lay.B_L, lay.N_L, sym.tau]
+    per_accelerator = inline(lay.R_gpu.symbol, lay.tpot_s)
+    args = [sym.S_o, lay.tpot_s, lay.B_L, lay.N_L, sym.tau]
     rate = sympy.lambdify([a.symbol for a in args], per_accelerator, "numpy")
     users, accelerators = [], []
     for row in found.rows:
@@ -393,7 +408,7 @@ def frontier(found: Search, targets: Targets, points: int = 48) -> tuple[np.ndar
         ok = step <= float(targets.tpot) * 4  # the frontier near the target, not a batch far past it
         sequences = batches * row.layout.pp
         users.append(1 / step[ok])
-        accelerators.append(rate(row.ttft, targets.output, step[ok], sequences[ok], row.layout.accelerators, 1))
+        accelerators.append(rate(targets.output, step[ok], sequences[ok], row.layout.accelerators, 1))
     if not users:
         return np.array([]), np.array([])
     u, g = np.concatenate(users), np.concatenate(accelerators)
@@ -441,8 +456,9 @@ class Plan:
         if missing:
             out.append(f'no price for {", ".join(missing)}: pass --price "{missing[0]}=2.5 USD/h" for a cost')
         out.append(
-            "TTFT is one prompt alone (no queueing); capacity charges each request its prompt pass and its share of "
-            "the decode steps (an aggregated server without chunked prefill); energy is every accelerator at its TDP"
+            "TPOT is what a user sees on an aggregated server: the decode step plus its share of the prompt passes "
+            "interleaved with it (chunked prefill); TTFT is one prompt pass alone (no queueing); energy is every "
+            "accelerator at its TDP"
         )
         if self.defaults:
             out.append(f"defaults used: {', '.join(self.defaults)}")
@@ -570,7 +586,8 @@ class Plan:
             rate = f"; {wanted:g} requests/s take {copies:,} copies, {chosen.for_rate:,} {chosen.gpu}s"
         return (
             f"Pick ({by}): {chosen.layout.accelerators} x {chosen.gpu} as {chosen.layout}, "
-            f"micro-batch {chosen.batch:,} ({chosen.sequences:,} sequences), {chosen.per_accelerator:,.0f} tokens/s per accelerator at "
+            f"micro-batch {chosen.batch:,} ({chosen.sequences:,} sequences), "
+            f"{chosen.per_accelerator:,.0f} tokens/s per accelerator at "
             f"{chosen.per_user:,.1f} tokens/s per user, TPOT {chosen.tpot * 1e3:.1f} ms (floor "
             f"{chosen.tpot_floor * 1e3:.1f} ms), limited by {chosen.binds}{rate}."
         )

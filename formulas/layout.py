@@ -85,6 +85,9 @@ ttft_c = define("layout_ttft", "TTFT_Lc", "second", r"\mathrm{TTFT}_{L,cal}", "p
 
 # What a plan reports.
 t_rq = define("prefill_time_per_request", "t_rq", "second/sequence", r"t_{rq}", "prompt-pass time of one request alone")
+tpot_s = define(
+    "layout_served_tpot", "TPOT_s", "second", r"\mathrm{TPOT}_{s}", "time per output token users see, prefills included"
+)
 Q_L = define(
     "layout_capacity", "Q_L", "sequence/second", r"Q_{L}", "requests one copy of the layout completes a second"
 )
@@ -272,16 +275,22 @@ layout_ttft = formula(
     "The stages one after another, and the p-1 sends between them.",
 )
 
+layout_served_tpot = formula(
+    tpot_s,
+    tpot_c.symbol + B_L.symbol / dp.symbol * tau.symbol * t_rq.symbol / S_o.symbol,
+    "An aggregated server interleaves prompt passes with the decode steps (chunked prefill): each of a rank's "
+    "B_L/d sequences needs its prompt pass once in S_o/tau steps, and the rank's steps carry that work "
+    "(Agrawal et al. 2024, 'Sarathi-Serve'; aiconfigurator's aggregated mode).",
+)
 layout_capacity = formula(
     Q_L,
-    1 / (t_rq.symbol + S_o.symbol * tpot_c.symbol / (B_L.symbol * tau.symbol)),
-    "Each request takes its prompt pass alone, then S_o/tau steps shared with B_L - 1 others (prefill does not "
-    "overlap decode: an aggregated server without chunked prefill).",
+    B_L.symbol * tau.symbol / (S_o.symbol * tpot_s.symbol),
+    "B_L sequences each finish their S_o tokens in S_o/tau steps of TPOT_s.",
 )
 throughput_per_accelerator = formula(
     R_gpu, Q_L.symbol * S_o.symbol / N_L.symbol, "Output tokens of the requests completed, per accelerator."
 )
-tokens_per_user = formula(R_usr, tau.symbol / tpot_c.symbol, "Each sequence gains tau tokens a step.")
+tokens_per_user = formula(R_usr, tau.symbol / tpot_s.symbol, "Each sequence gains tau tokens a step.")
 accelerators_for_rate = formula(
     N_rate,
     sympy.ceiling(lam.symbol / Q_L.symbol) * N_L.symbol,

@@ -31,6 +31,7 @@ BASE = {
     "compare": ["--model", "llama3-8b", "--vs", "h200"],
     "experts": ["--model", "mixtral-8x7b"],
     "simulate batching": ["--model", "gpt2", "--requests", "5"],
+    "plan": ["--model", "llama3-8b", "--tpot", "50 ms", "--gpu", "h100"],
 }
 BAD_COUNTS = ["0", "-5", "1.5", "abc", "nan", "inf", "1e400", "99999999999999"]
 BAD_QUANTITIES = {

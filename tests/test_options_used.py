@@ -39,6 +39,11 @@ VALUES = {
     "--measured": ["reports/data/measured-machine.json"],
     "--set": ["batch=16"],
     "--for": ["batch"],
+    "--tpot": ["20 ms"],
+    "--ttft": ["30 ms"],
+    "--max-batch": ["8"],
+    "--max-gpus": ["1"],
+    "--price": ["h100=5 USD/h"],
 }
 # Options whose effect is elsewhere than stdout, or that need a base of their own.
 SEPARATE = {"--config", "--allow-long-context", "--out", "--figure", "--quiet", "--help", "--list", "--format"}

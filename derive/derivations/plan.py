@@ -92,10 +92,10 @@ def layout_sheet(
         work.compute(work.library.get(name))
     work.heading("Decode step")
     for name in _FLOOR:
-        work.compute(work.library.get(name), "tpot_floor" if name == "layout_tpot_floor" else None)
+        work.compute(work.library.get(name), "decode_step_floor" if name == "layout_tpot_floor" else None)
     if fit:
         for name in _ESTIMATE:
-            work.compute(work.library.get(name), "tpot" if name == "layout_tpot" else None)
+            work.compute(work.library.get(name), "decode_step" if name == "layout_tpot" else None)
     work.heading("Prompt pass of one request")
     batch = work.values[sym.B]
     work.given(sym.B, 1, "one request's prompt, alone", inline=True)
@@ -108,6 +108,7 @@ def layout_sheet(
     work.given(lay.t_rq, ttft, "the prompt pass above, per request")
     if floor:
         work.given(lay.tpot_c, work.values[lay.tpot_f], "the floor stands in for the estimate (--floor)")
+    work.compute(work.library.get("layout_served_tpot"), "tpot")
     work.given(en.P_acc, gpu.power, "datasheet TDP")
     work.compute(work.library.get("layout_capacity"), "requests_per_second")
     work.compute(work.library.get("throughput_per_accelerator"), "tokens_per_second_per_accelerator")

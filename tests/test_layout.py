@@ -1,0 +1,172 @@
+"""Layouts (tp x ep x pp x dp) as formulas: hand calculations, shares that sum to the whole, and one predictor.
+
+Published figures used: Llama 3 70B has 70,553,706,496 parameters (meta-llama/Meta-Llama-3-70B, the
+checkpoint's safetensors index; the catalog's count), 80 layers, 8 KV heads of 128 (its config.json);
+Qwen3-30B-A3B has 48 layers, 128 experts of which 8 a token, hidden 2048 (its config.json).
+"""
+
+from __future__ import annotations
+
+import pytest
+import sympy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from derive.catalog import load_gpu, load_model
+from derive.evaluation import evaluate
+from derive.layouts import Layout, check, kv_shards, search, shape
+from derive.sweeps import predictor_inputs
+from derive.systems import catalog_price, prices, system_for, systems
+from formulas import calibrated as cal
+from formulas import collectives as co
+from formulas import layout as lay
+from formulas import library
+from formulas import notation as sym
+
+library()
+KINDS = ["llama3-70b", "llama2-13b", "qwen3-30b-a3b", "deepseek-v3", "gpt-oss-20b", "nemotron3-nano", "qwen3.5-35b-a3b"]
+
+
+def values_at(model_name, layout, batch=1, context=4096, gpu="h100"):
+    """Every value a layout formula needs for one model, accelerator, layout and batch."""
+    model, accelerator = load_model(model_name), load_gpu(gpu)
+    values, lib = predictor_inputs(model, accelerator, "bf16")
+    s, system = shape(model), system_for(accelerator)
+    values.update(
+        {
+            sym.n: sympy.Integer(layout.tp),
+            lay.pp: sympy.Integer(layout.pp),
+            lay.dp: sympy.Integer(layout.dp),
+            lay.ep: sympy.Integer(layout.ep),
+            lay.s_kv: sympy.Integer(kv_shards(s, layout.tp)),
+            lay.L_a: sympy.Integer(s.moe_layers if layout.ep > 1 else 0),
+            lay.BW_tp: system.link(layout.tp),
+            lay.BW_ep: system.link(layout.tp * layout.dp),
+            lay.BW_pp: system.link(layout.accelerators),
+            sym.B: sympy.Integer(batch),
+            sym.S: sympy.Integer(context),
+            sym.S_p: sympy.Integer(context),
+            sym.S_o: sympy.Integer(256),
+        }
+    )
+    values.setdefault(sym.k_e, sympy.Integer(1))
+    return values, lib
+
+
+def value(target, values, lib):
+    return evaluate(target.symbol, dict(values), lib)
+
+
+# Hand calculations.
+
+
+def test_collectives_by_hand():
+    g, x = sympy.Integer(4), sympy.Integer(100)
+    assert co.ring_allreduce(g, x) == 150  # 2 * 3/4 * 100
+    assert co.exchange(g, x) == 75  # the 3/4 that is for the others
+    t = co.over_link(sympy.Integer(150), g, co.alpha_c, co.eta_c, co.BW_c)
+    at = {co.alpha_c.symbol: sympy.Rational(1, 10**6), co.eta_c.symbol: 1, co.BW_c.symbol: 10**9}
+    assert t.xreplace(at) == sympy.Rational(1, 10**6) + sympy.Rational(150, 10**9)
+    assert co.over_link(x, sympy.Integer(1), co.alpha_c, co.eta_c, co.BW_c) == 0  # a group of one sends nothing
+
+
+def test_llama70b_weights_and_cache_per_accelerator_by_hand():
+    values, lib = values_at("llama3-70b", Layout(4, 1, 2, 1), batch=3, context=4096)
+    assert value(lay.N_L, values, lib) == 8
+    assert value(lay.W_g, values, lib) == 70_553_706_496 * 2 // 8  # bf16, split 4 ways and 2 stages
+    per_token = 2 * 80 * 8 * 128 * 2  # K and V, 80 layers, 8 heads of 128, bf16
+    assert value(sym.k, values, lib) == per_token
+    # Each accelerator reads its 40 layers and 2 of the 8 KV heads of the micro-batch's 3 sequences.
+    assert value(lay.K_g, values, lib) == 3 * 4096 * per_token // (2 * 4)
+    assert value(lay.K_gs, values, lib) == 2 * 3 * 4096 * per_token // (2 * 4)  # both micro-batches held
+    # Two all-reduces a layer of 3 tokens x 8192 values x 2 bytes, ring of 4, 40 layers.
+    assert value(lay.Y_tp, values, lib) == 2 * 80 // 2 * sympy.Rational(2 * 3, 4) * 3 * 8192 * 2
+    assert value(lay.Y_pp, values, lib) == 3 * 8192 * 2 // 4
+    assert value(lay.Y_ep, values, lib) == 0
+
+
+def test_kv_heads_cap_the_split_and_a_latent_is_whole():
+    llama = shape(load_model("llama3-70b"))
+    assert [kv_shards(llama, tp) for tp in (1, 4, 8, 16)] == [1, 4, 8, 8]
+    assert kv_shards(shape(load_model("deepseek-v3")), 8) == 1  # MLA's latent is copied to every rank
+
+
+def test_qwen3_moe_expert_parallel_by_hand():
+    values, lib = values_at("qwen3-30b-a3b", Layout(1, 4, 1, 4), batch=8)
+    weights, routed = value(sym.W, values, lib), value(lay.W_E, values, lib)
+    assert routed == 48 * 128 * 3 * 2048 * 768 * 2  # experts of 3 matrices 2048 x 768, bf16
+    assert value(lay.W_g, values, lib) == (weights - routed) + routed / sympy.Integer(4)
+    # Dispatch and combine over 48 layers: each rank's 8/4 tokens send 8 copies of 2048 x 2 bytes, 3/4 away.
+    assert value(lay.Y_ep, values, lib) == 2 * 48 * sympy.Rational(3, 4) * 8 * (8 // 4) * 2048 * 2
+    assert value(lay.Y_tp, values, lib) == 0  # no tensor parallelism, no all-reduce
+
+
+# Shares sum to the whole, for any layout the search admits.
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(KINDS), st.integers(0, 10_000), st.integers(1, 64))
+def test_shares_sum_to_the_totals(model_name, pick, batch):
+    model = load_model(model_name)
+    layouts = search(model, system_for(load_gpu("h100")), 64)
+    layout = layouts[pick % len(layouts)]
+    values, lib = values_at(model_name, layout, batch=batch, context=1024)
+    accelerators, stages = layout.accelerators, layout.pp
+    copies = sympy.Integer(layout.tp) / value(lay.s_kv, values, lib)  # KV heads copied past their count
+    # Every token of every micro-batch: FLOPs and cache reads, each accelerator running pp slots.
+    assert accelerators * stages * value(lay.F_g, values, lib) == stages * batch * value(sym.F, values, lib)
+    assert accelerators * stages * value(lay.K_g, values, lib) == copies * stages * value(sym.kv_total, values, lib)
+    assert accelerators * value(lay.K_gs, values, lib) == copies * stages * value(sym.kv_total, values, lib)
+    # Weights: every weight once, plus the copies attention data parallelism makes of what is not an expert.
+    weights, routed = value(sym.W, values, lib), value(lay.W_E, values, lib)
+    assert accelerators * value(lay.W_g, values, lib) == weights + (layout.dp - 1) * (weights - routed)
+
+
+# The layout predictor is the single-node predictor when there is one stage and one rank.
+
+
+@pytest.mark.parametrize("model_name", ["llama3-70b", "qwen3-8b", "mixtral-8x7b", "qwen3-30b-a3b"])
+@pytest.mark.parametrize("tp", [1, 2, 4])
+def test_layout_step_is_the_calibrated_step_on_one_rank(model_name, tp):
+    values, lib = values_at(model_name, Layout(tp), batch=16, context=2048)
+    values[sym.S] = sympy.Integer(2048) + sympy.Integer(128)  # the mean context predict uses
+    values[sh_link()] = load_gpu("h100").link
+    for layout_time, node_time in ((lay.tpot_c, cal.t_cal), (lay.ttft_c, cal.t_calp)):
+        assert float(value(layout_time, values, lib)) == pytest.approx(float(value(node_time, values, lib)), rel=1e-6)
+
+
+def sh_link():
+    from formulas.sharding import BW_link
+
+    return BW_link
+
+
+# The rules and the tables.
+
+
+def test_layout_rules_say_why():
+    model, system = load_model("llama3-70b"), system_for(load_gpu("h100"))
+    with pytest.raises(Exception, match="NVLink domain of 8"):
+        check(model, Layout(16), system)
+    with pytest.raises(Exception, match="divide the 80 layers"):
+        check(model, Layout(1, 1, 3), system)
+    with pytest.raises(Exception, match="dense model"):
+        check(model, Layout(1, 1, 1, 2), system)
+    moe = load_model("qwen3-30b-a3b")
+    with pytest.raises(Exception, match="ep must be 1 or tp"):
+        check(moe, Layout(2, 2, 1, 2), system)
+    assert check(moe, Layout(2, 4, 1, 2), system)
+
+
+def test_systems_and_prices_tables():
+    for system in systems():
+        assert system.source and load_gpu(system.gpu)
+        assert system.network < system.nvlink  # scale-out is slower than NVLink on every system listed
+    hgx = system_for(load_gpu("h100"))
+    assert hgx.domain == 8 and hgx.link(8) == 450 * 10**9 and hgx.link(16) == 50 * 10**9  # 400 Gb/s = 50 GB/s
+    assert system_for(load_gpu("gb200")).domain == 72
+    h100 = catalog_price(load_gpu("h100"))
+    assert h100 is not None and h100.source
+    assert float(h100.per_second) * 3600 == pytest.approx(2.69)
+    given = prices([load_gpu("h100")], "h100=2 USD/h")
+    assert float(given["h100"].per_second) * 3600 == pytest.approx(2.0)

@@ -1,0 +1,143 @@
+"""`derive plan`, run as a user would: every kind of model, what it prints agrees with what it computes."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import sympy
+
+import derive
+from derive.catalog import load_gpu, load_model
+from derive.derivations.common import Setup
+from derive.derivations.plan import layout_sheet
+from derive.planning import Targets, search_gpu
+from derive.systems import catalog_price, system_for
+
+KINDS = {
+    "llama3-70b": "50 ms",  # dense, GQA
+    "qwen3-8b": "20 ms",  # dense, GQA
+    "qwen3-30b-a3b": "30 ms",  # MoE
+    "deepseek-v3": "60 ms",  # MLA, MoE, 671 B in bf16: many accelerators
+    "gpt-oss-20b": "20 ms",  # sliding windows, MXFP4 experts
+    "gemma4-26b-a4b": "30 ms",  # windows and MoE
+    "nemotron3-nano": "30 ms",  # Mamba hybrid
+    "qwen3.5-35b-a3b": "30 ms",  # linear attention hybrid
+}
+
+
+@pytest.mark.parametrize("model", list(KINDS))
+def test_plan_meets_its_targets_and_says_what_it_computes(run, model):
+    tpot = KINDS[model]
+    result = run("plan", "--model", model, "--tpot", tpot, "--rate", "20 req/s", "--json")
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    target = float(derive.api._quantity(tpot, "second", "--tpot"))
+    assert out["pareto"], "a table of rows"
+    for row in out["pareto"]:
+        assert row["tpot_s"] <= target * (1 + 1e-9) and row["ttft_s"] <= 2.0
+        assert row["tpot_floor_s"] <= row["tpot_s"]  # the floor is below the estimate
+        assert row["accelerators_for_rate"] == math.ceil(20 / row["requests_per_s"]) * row["accelerators"]
+        assert row["tokens_per_s_per_user"] == pytest.approx(1 / row["tpot_s"])
+    pick = out["pick"]
+    assert pick["usd_per_million_tokens"] == min(r["usd_per_million_tokens"] for r in out["pareto"])
+    text = run("plan", "--model", model, "--tpot", tpot, "--rate", "20 req/s")
+    assert text.exit_code == 0
+    layout = pick["layout"]
+    said = (
+        f"{pick['accelerators']} x {pick['gpu']} as tp{layout['tp']} ep{layout['ep']} pp{layout['pp']} dp{layout['dp']}"
+    )
+    assert said in text.stdout and f"{pick['tokens_per_s_per_accelerator']:,.0f} tokens/s" in text.stdout
+
+
+@pytest.mark.parametrize(("model", "tpot"), [("llama3-70b", "25 ms"), ("qwen3-30b-a3b", "15 ms")])
+def test_the_closed_form_batch_is_the_largest_meeting_the_target(model, tpot):
+    target = float(derive.api._quantity(tpot, "second", "--tpot"))
+    gpu = load_gpu("h100")
+    found = search_gpu(
+        load_model(model), gpu, "bf16", Targets(sympy.Integer(2), sympy.Rational(target)), 16, 4096, None
+    )
+    checked = 0
+    for row in found.rows:
+        step = found.compiled.tpot
+        inputs = found.inputs[row.layout]
+        assert float(np.ravel(step(*inputs, row.batch))[0]) <= target * (1 + 1e-9)
+        if row.binds == "TPOT":
+            assert float(np.ravel(step(*inputs, row.batch + 1))[0]) > target  # one more sequence misses it
+            checked += 1
+    assert checked >= 3
+
+
+@pytest.mark.parametrize(("model", "tpot"), [("llama3-70b", "50 ms"), ("qwen3-30b-a3b", "30 ms")])
+def test_the_worked_sheet_of_the_pick_gives_the_table_row(model, tpot):
+    p = derive.plan(model, "h100", tpot=tpot, rate="20 req/s")
+    row, gpu = p.pick(), load_gpu("h100")
+    sheet = layout_sheet(
+        Setup(model=load_model(model), gpu=gpu, batch=row.batch),
+        row.layout,
+        system_for(gpu),
+        p.targets,
+        catalog_price(gpu),
+        "calibrated",
+    )
+    r = sheet.results
+    assert float(r["tpot"].value) == pytest.approx(row.tpot, rel=1e-6)
+    assert float(r["ttft"].value) == pytest.approx(row.ttft, rel=1e-6)
+    assert float(r["tokens_per_second_per_accelerator"].value) == pytest.approx(row.per_accelerator, rel=1e-6)
+    assert int(r["accelerators_for_rate"].value) == row.for_rate
+    assert float(r["cost_per_token"].value) * 1e6 == pytest.approx(row.cost_per_million, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--tpot", "-5 ms"], "must be positive"),
+        (["--tpot", "3 TFLOP/s"], "not a time"),
+        (["--tpot", "1 ms"], "no layout of up to 64"),
+        (["--tpot", "50 ms", "--ttft", "1 us"], "TTFT above the target"),
+        (["--tpot", "50 ms", "--rate", "-2 req/s"], "must be positive"),
+        (["--tpot", "50 ms", "--rate", "20 GB"], "--rate"),
+        (["--tpot", "50 ms", "--price", "h100"], "NAME=PRICE"),
+        (["--tpot", "50 ms", "--price", "h100=-1 USD/h"], "--price"),
+        (["--tpot", "50 ms", "--gpu", "l40s"], "no multi-accelerator system"),
+        (["--tpot", "50 ms", "--gpu", "h1000"], "unknown GPU"),
+        (["--tpot", "50 ms", "--max-gpus", "0"], "--max-gpus"),
+        (["--tpot", "50 ms", "--max-gpus", "1", "--gpu", "h100"], "do not fit"),
+    ],
+)
+def test_bad_targets_get_one_line_and_exit_2(run, args, says):
+    result = run("plan", "--model", "llama3-70b", *args)
+    assert result.exit_code == 2
+    assert says in result.stderr and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_prices_move_the_cost_and_can_be_given(run):
+    base = json.loads(run("plan", "-m", "llama3-8b", "--gpu", "h100", "--tpot", "20 ms", "--json").stdout)
+    dear = run("plan", "-m", "llama3-8b", "--gpu", "h100", "--tpot", "20 ms", "--price", "h100=5.38 USD/h", "--json")
+    doubled = json.loads(dear.stdout)
+    assert doubled["pick"]["usd_per_million_tokens"] == pytest.approx(2 * base["pick"]["usd_per_million_tokens"])
+
+
+def test_without_prices_the_pick_is_the_most_tokens_per_accelerator(run):
+    out = json.loads(run("plan", "-m", "llama3-8b", "--gpu", "a100", "--tpot", "20 ms", "--json").stdout)
+    assert out["pick"]["usd_per_million_tokens"] is None
+    assert out["pick"]["tokens_per_s_per_accelerator"] == max(r["tokens_per_s_per_accelerator"] for r in out["pareto"])
+    assert any("no price for a100" in note for note in out["notes"])
+
+
+def test_plan_says_which_estimate_it_used(run):
+    out = json.loads(run("plan", "-m", "llama3-8b", "--tpot", "20 ms", "--json").stdout)
+    assert out["searches"]["h100"]["estimate"].startswith("calibrated (h100")
+    assert "borrowed" in out["searches"]["b200"]["estimate"]
+    floor = json.loads(run("plan", "-m", "llama3-8b", "--tpot", "20 ms", "--floor", "--json").stdout)
+    assert floor["searches"]["h100"]["estimate"] == "floor (roofline)"
+    assert floor["pick"]["tpot_s"] == floor["pick"]["tpot_floor_s"]
+
+
+def test_frontier_figure(run, tmp_path):
+    path = tmp_path / "frontier.svg"
+    result = run("plan", "-m", "qwen3-30b-a3b", "--tpot", "30 ms", "--figure", str(path))
+    assert result.exit_code == 0, result.stderr
+    assert path.stat().st_size > 1000 and path.with_suffix(".png").stat().st_size > 1000
