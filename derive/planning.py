@@ -292,8 +292,8 @@ def search_gpu(
         one = [np.array([column[i]]) for column in inputs]
         found.inputs[layout] = one
 
-        def once(fn: Callable[..., Any], columns: list[np.ndarray] = one) -> float:
-            return float(np.ravel(fn(*columns, float(b)))[0])
+        def once(fn: Callable[..., Any], columns: list[np.ndarray] = one, batch: int = b) -> float:
+            return float(np.ravel(fn(*columns, float(batch)))[0])
 
         tpot = once(compiled.tpot)
         if tpot > float(targets.tpot) * (1 + 1e-9):
