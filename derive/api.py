@@ -850,7 +850,7 @@ def plan(
 
     >>> p = derive.plan("llama3-70b", "h100", tpot="50 ms")
     >>> p.pick().layout.tp, p.pick().binds
-    (4, 'memory')
+    (4, 'TPOT')
     """
     from derive import planning, scenario, validate
     from derive.catalog import Gpu, load_gpu

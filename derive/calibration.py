@@ -87,9 +87,26 @@ def calibration(gpu: Gpu, dtype: str = "bf16") -> Calibration:
     return Calibration(gpu.name, precision, fitted_on, fitted_precision, values, source, fit["test_error"])
 
 
+@cache
+def alltoall() -> dict[str, Any]:
+    """The expert-parallel all-to-all's fitted latency and link share (formulas/alltoall.json), with its source."""
+    with resources.files("formulas").joinpath("alltoall.json").open() as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+def alltoall_values() -> dict[Any, sympy.Expr]:
+    from formulas import layout as lay
+
+    data = alltoall()
+    return {lay.alpha_a2a: sympy.Float(data["alpha_s"]), lay.eta_a2a: sympy.Float(data["eta"])}
+
+
 def predictor_values(gpu: Gpu, dtype: str, fitted: bool = True) -> dict[Any, sympy.Expr]:
     """Every value the calibrated terms need beyond the model's: the fit (unless not `fitted`), activations, link."""
     values: dict[Any, sympy.Expr] = dict(calibration(gpu, dtype).values) if fitted else {}
+    if fitted:
+        values.update(alltoall_values())
     values[sh.b_a] = sympy.Integer(ACTIVATION_BYTES)
     values[cal.m_ar] = sympy.Integer(ALLREDUCES_PER_LAYER)
     # A GPU without a link in the catalog runs on one accelerator only (the predictor refuses --tp > 1);

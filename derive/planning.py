@@ -116,42 +116,47 @@ class Compiled:
 
 
 def compile_plan(model: Model, gpu: Gpu, dtype: str, targets: Targets, floor: bool) -> Compiled:
-    from derive.sweeps import predictor_inputs, substituted
+    from derive.sweeps import NUMPY_EXTREMES, predictor_inputs, substituted
 
     values, library = predictor_inputs(model, gpu, dtype)
     values.update({sym.S_p: sympy.Integer(targets.prompt), sym.S_o: sympy.Integer(targets.output)})
     values.setdefault(sym.k_e, sympy.Integer(1))  # a dense model: multiplied by L_a = 0
     swept = [*INPUTS, sym.B]
+    arguments = [s.symbol for s in swept]
     step = lay.tpot_f if floor else lay.tpot_c
-    served = library.get("layout_served_tpot").expr.xreplace({lay.tpot_c.symbol: step.symbol})
-    served_floor = library.get("layout_served_tpot").expr.xreplace({lay.tpot_c.symbol: lay.tpot_f.symbol})
-    decode = substituted(served, swept, values, library, predict=True)
+    served = library.get("layout_served_tpot").expr
     held_values = dict(values)
     held_values[sym.S] = sympy.Integer(targets.prompt + targets.output)  # the cache at the end of the reply
 
-    def numpy(expr: sympy.Expr, context: dict[Sym, sympy.Expr], predict: bool = True) -> Callable[..., Any]:
-        return sympy.lambdify([s.symbol for s in swept], substituted(expr, swept, context, library, predict), "numpy")
+    def numeric(expr: sympy.Expr, context: dict[Sym, sympy.Expr] = values, predict: bool = True) -> sympy.Expr:
+        return substituted(expr, swept, context, library, predict, lazy=True)
 
+    def numpy(expr: sympy.Expr) -> Callable[..., Any]:
+        return sympy.lambdify(arguments, expr, [NUMPY_EXTREMES, "numpy"])
+
+    decode = numeric(served.xreplace({lay.tpot_c.symbol: step.symbol}))
     return Compiled(
-        tpot=sympy.lambdify([s.symbol for s in swept], decode, "numpy"),
-        tpot_floor=numpy(served_floor, values),
-        step=numpy(step.symbol, values),
-        ttft=numpy((lay.ttft_f if floor else lay.ttft_c).symbol, values),
-        ttft_floor=numpy(lay.ttft_f.symbol, values),
-        weights=numpy(lay.W_g.symbol, values),
-        held=numpy(lay.K_gs.symbol, held_values, predict=False),
-        branches=[(sympy.lambdify([s.symbol for s in swept], b, "numpy"), _base(b)) for b in _branches(decode)],
+        tpot=numpy(decode),
+        tpot_floor=numpy(numeric(served.xreplace({lay.tpot_c.symbol: lay.tpot_f.symbol}))),
+        step=numpy(numeric(step.symbol)),
+        ttft=numpy(numeric((lay.ttft_f if floor else lay.ttft_c).symbol)),
+        ttft_floor=numpy(numeric(lay.ttft_f.symbol)),
+        weights=numpy(numeric(lay.W_g.symbol)),
+        held=numpy(numeric(lay.K_gs.symbol, held_values, predict=False)),
+        branches=[(numpy(b), _base(b)) for b in _branches(decode)],
     )
 
 
 def _branches(expr: sympy.Expr) -> list[sympy.Expr]:
     """The expression with each maximum that involves the batch replaced by one of its arguments, every way."""
+    from derive.sweeps import LazyMax, LazyMin
+
     batch = sym.B.symbol
     if batch not in expr.free_symbols:
         return [expr]
-    if isinstance(expr, sympy.Max):
+    if expr.func == LazyMax:
         return [b for arg in expr.args for b in _branches(arg)]
-    if isinstance(expr, sympy.Min):
+    if expr.func == LazyMin:
         raise DeriveError("a step time with a minimum over the batch has no closed-form largest batch")
     if isinstance(expr, (sympy.Add, sympy.Mul)):
         choices = [_branches(arg) for arg in expr.args]
@@ -271,7 +276,11 @@ def search_gpu(
     weights, per_sequence = at(compiled.weights, 0.0), at(compiled.held, 1.0)
     by_memory = np.floor((float(gpu.memory) - weights) / per_sequence)
     ttft, ttft_floor = at(compiled.ttft, 1.0), at(compiled.ttft_floor, 1.0)
-    inputs = [*base, ttft]  # a prompt pass is one request's TTFT (formulas/layout.py, t_rq)
+    # What one more prompt adds to a step that already reads the weights and pays the fixed times: the prompt
+    # pass of two requests less that of one (formulas/layout.py, t_rq).
+    marginal = at(compiled.ttft, 2.0) - ttft
+    marginal_floor = at(compiled.ttft_floor, 2.0) - ttft_floor
+    inputs = [*base, marginal]
     by_tpot = np.floor(largest_batch(compiled, inputs, float(targets.tpot)) + 1e-9)
     batch = np.minimum(np.minimum(by_tpot, by_memory), max_batch)
     for i, layout in enumerate(layouts):
@@ -298,7 +307,7 @@ def search_gpu(
         tpot = once(compiled.tpot)
         if tpot > float(targets.tpot) * (1 + 1e-9):
             raise DeriveError(f"internal: the closed-form batch {b} misses the TPOT target on {layout}")
-        floor_inputs = [*one[:-1], np.array([ttft_floor[i]])]
+        floor_inputs = [*one[:-1], np.array([marginal_floor[i]])]
         row = _row(gpu, layout, b, tpot, once(compiled.tpot_floor, floor_inputs), float(ttft[i]), targets, price, binds)
         row.step = once(compiled.step)
         row.memory_batch = int(min(by_memory[i], max_batch))

@@ -8,6 +8,7 @@ stays flat however large the grid.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -187,7 +188,12 @@ def compile_expression(
 
 
 def substituted(
-    expr: sympy.Expr, swept: list[Sym], values: dict[Sym, sympy.Expr], library: Library, predict: bool
+    expr: sympy.Expr,
+    swept: list[Sym],
+    values: dict[Sym, sympy.Expr],
+    library: Library,
+    predict: bool,
+    lazy: bool = False,
 ) -> sympy.Expr:
     """`expr` with what depends on the swept symbols inlined and every other symbol replaced by its number.
 
@@ -212,9 +218,22 @@ def substituted(
         from derive.evaluation import resolve
 
         fixed[s.symbol] = resolve(s, dict(values), library)
+    if lazy:
+        # Where symbols stay in every maximum (a layout's degrees), evaluating them compares arguments that
+        # cannot be compared, at length: stand-ins that numpy evaluates keep the substitution quick.
+        full = full.replace(sympy.Max, LazyMax).replace(sympy.Min, LazyMin)
     # The numbers go in evaluated: they collapse most of the Min/Max, and an unevaluated tree this deep can
     # exceed Python's recursion limit when printed (gpt-oss's windowed layers).
     return full.xreplace(fixed)
+
+
+# Max and Min that never evaluate, for `substituted(..., lazy=True)`; NUMPY_EXTREMES gives lambdify their numpy.
+LazyMax = sympy.Function("LazyMax", positive=True)
+LazyMin = sympy.Function("LazyMin", positive=True)
+NUMPY_EXTREMES = {
+    "LazyMax": lambda *a: functools.reduce(np.maximum, a),
+    "LazyMin": lambda *a: functools.reduce(np.minimum, a),
+}
 
 
 @dataclass

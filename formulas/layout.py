@@ -40,6 +40,12 @@ L_a = define("alltoall_layers", "L_a", "", r"L_{a}", "layers whose experts are r
 W_E = define("routed_expert_bytes", "W_E", "byte", r"W_{E}", "bytes of the routed experts' weights, stored")
 BW_tp = define("tp_link_bandwidth", "BW_tp", "byte/second", r"BW_{tp}", "one-way link of the tensor-parallel group")
 BW_ep = define("ep_link_bandwidth", "BW_ep", "byte/second", r"BW_{ep}", "one-way link of the expert all-to-all group")
+alpha_a2a = define(
+    "alltoall_latency", "alpha_a2a", "second", r"\alpha_{a2a}", "fixed latency of one expert-parallel all-to-all"
+)
+eta_a2a = define(
+    "alltoall_bandwidth_efficiency", "eta_a2a", "", r"\eta_{a2a}", "share of the link bandwidth an all-to-all gets"
+)
 BW_pp = define("pp_link_bandwidth", "BW_pp", "byte/second", r"BW_{pp}", "one-way link between pipeline stages")
 
 # Per accelerator, one stage-slot (one micro-batch through one stage).
@@ -84,7 +90,13 @@ t_pc = define("layout_prefill_slot_time", "t_pslot", "second", r"t_{p,cal}", "on
 ttft_c = define("layout_ttft", "TTFT_Lc", "second", r"\mathrm{TTFT}_{L,cal}", "prompt pass on the layout, calibrated")
 
 # What a plan reports.
-t_rq = define("prefill_time_per_request", "t_rq", "second/sequence", r"t_{rq}", "prompt-pass time of one request alone")
+t_rq = define(
+    "prefill_time_per_request",
+    "t_rq",
+    "second/sequence",
+    r"t_{rq}",
+    "time one more prompt adds to a step that already reads the weights (TTFT of two prompts less that of one)",
+)
 tpot_s = define(
     "layout_served_tpot", "TPOT_s", "second", r"\mathrm{TPOT}_{s}", "time per output token users see, prefills included"
 )
@@ -200,7 +212,7 @@ layout_slot_time = formula(
     + 2
     * L_a.symbol
     / pp.symbol
-    * over_link(exchange(ep.symbol, k_e.symbol * X_r.symbol / n.symbol), ep.symbol, cal.alpha_ar, cal.eta_link, BW_ep)
+    * over_link(exchange(ep.symbol, k_e.symbol * X_r.symbol / n.symbol), ep.symbol, alpha_a2a, eta_a2a, BW_ep)
     + cal.w_0.symbol
     / w_L.symbol
     * sympy.Max(
@@ -256,7 +268,7 @@ layout_prefill_slot_time = formula(
     + 2
     * L_a.symbol
     / pp.symbol
-    * over_link(exchange(ep.symbol, k_e.symbol * X_p.symbol / n.symbol), ep.symbol, cal.alpha_p, cal.eta_linkp, BW_ep)
+    * over_link(exchange(ep.symbol, k_e.symbol * X_p.symbol / n.symbol), ep.symbol, alpha_a2a, eta_a2a, BW_ep)
     + cal.w_0p.symbol
     / w_L.symbol
     * sympy.Max(

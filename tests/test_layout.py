@@ -170,3 +170,23 @@ def test_systems_and_prices_tables():
     assert float(h100.per_second) * 3600 == pytest.approx(2.69)
     given = prices([load_gpu("h100")], "h100=2 USD/h")
     assert float(given["h100"].per_second) * 3600 == pytest.approx(2.0)
+
+
+def test_alltoall_fit_is_the_profiled_tables():
+    """formulas/alltoall.json carries the fit tools/aiconfigurator_alltoall.py wrote, not a number typed by hand."""
+    import json
+    from pathlib import Path
+
+    from derive.calibration import alltoall
+
+    data = json.loads((Path(__file__).parents[1] / "benchmarks/data/aiconfigurator-0.12-alltoall.json").read_text())
+    fit = data["fits_by_op"]["nccl_alltoall_reference"]
+    assert alltoall()["alpha_s"] == fit["alpha_s"] and alltoall()["eta"] == fit["eta"]
+
+
+def test_served_tpot_adds_each_ranks_prompt_passes():
+    values, lib = values_at("qwen3-30b-a3b", Layout(1, 4, 2, 4), batch=16)
+    values[lay.tpot_c] = sympy.Rational(20, 1000)
+    values[lay.t_rq] = sympy.Rational(8, 1000)  # 8 ms a prompt
+    # 2 micro-batches of 16 over 4 ranks: 8 sequences a rank, each a prompt pass every 256 steps.
+    assert value(lay.tpot_s, values, lib) == sympy.Rational(20, 1000) + 8 * sympy.Rational(8, 1000) / 256

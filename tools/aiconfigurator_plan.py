@@ -29,9 +29,11 @@ worker_gpus / total_gpus, best row per parallel layout with tpot <= target, rank
 tokens/s/gpu_cluster (``best_configs``), and the Pareto frontier of tokens/s/gpu_cluster against
 tokens/s/user (``pareto_fronts``).  The JSON records, per case, the candidate lists and the enumerated
 layouts read back from the Task and the batch / context-token / TPOT-sweep lists read from
-``aiconfigurator.sdk.sweep`` / ``task_v2``, so nothing about the search space is assumed here.  Each case runs in a fresh interpreter (cold
-timing), then once more by hand (``build_experiment_tasks`` -> ``Task.run`` -> ``process_experiment_result``,
-which must give cli_exp's result) to keep the raw sweep table: how many points each layout produced.
+``aiconfigurator.sdk.sweep`` / ``task_v2``, so nothing about the search space is assumed here.
+
+Each case runs in a fresh interpreter (cold timing), then once more by hand (``build_experiment_tasks``
+-> ``Task.run`` -> ``process_experiment_result``, which must give cli_exp's result) to keep the raw
+sweep table: how many points each layout produced.
 
 Quant: bfloat16 GEMM, MoE, KV cache and context FMHA, half-precision all-reduce, set explicitly (they
 equal what aiconfigurator infers from these bf16 checkpoints; each case records the inferred modes).

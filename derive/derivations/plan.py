@@ -6,12 +6,16 @@ from dataclasses import replace
 
 import sympy
 
+from derive.calibration import alltoall, alltoall_values
 from derive.derivations.calibrated import calibration_inputs, calibration_notes
 from derive.derivations.common import Setup, accelerator, decode_inputs, model_notes, start, weight_reads
+from derive.evaluation import depends_on, evaluate
 from derive.layouts import Layout, kv_shards, shape
 from derive.planning import Targets
-from derive.sheet import Given, Sheet
+from derive.sheet import Given, Sheet, Work
+from derive.symbols import Sym
 from derive.systems import Price, System
+from derive.units import format_quantity
 from formulas import energy as en
 from formulas import layout as lay
 from formulas import notation as sym
@@ -82,6 +86,10 @@ def layout_sheet(
     work.given(sym.S_o, targets.output, "--output")
     floor = setup.floor
     fit = None if floor else calibration_inputs(work, setup, gpu)
+    if fit:
+        measured = alltoall()
+        for symbol, value in alltoall_values().items():
+            work.given(symbol, value, f"fitted to {measured['source'].split(':')[0]}")
     routed = work.library.defining(lay.W_E.symbol)
     assert routed is not None, "formulas/layout.py defines W_E (zero for a dense model)"
     work.compute(routed)
@@ -102,10 +110,20 @@ def layout_sheet(
     weight_reads(work, setup, prefill=True)
     for name in _PREFILL if fit else _PREFILL[:6]:
         work.compute(work.library.get(name), "ttft" if name in ("layout_ttft",) else None)
-    ttft = work.values[lay.ttft_c if fit else lay.ttft_f]
+    prompt_pass = lay.ttft_c if fit else lay.ttft_f
+    ttft = work.values[prompt_pass]
+    # One more prompt in a step that already reads the weights and pays the fixed times adds only its own work:
+    # the prompt pass of two requests less that of one.
+    two = {s: v for s, v in work.values.items() if not _grows_with_batch(s, work)}
+    two[sym.B] = sympy.Integer(2)
+    both = evaluate(prompt_pass.symbol, two, work.library)
     work.heading("What the layout serves")
     work.given(sym.B, batch, "back to the solved micro-batch", inline=True)
-    work.given(lay.t_rq, ttft, "the prompt pass above, per request")
+    work.given(
+        lay.t_rq,
+        both - ttft,
+        f"TTFT of two prompts ({format_quantity(both, 'second')}) less that of one: what a prompt adds to a step",
+    )
     if floor:
         work.given(lay.tpot_c, work.values[lay.tpot_f], "the floor stands in for the estimate (--floor)")
     work.compute(work.library.get("layout_served_tpot"), "tpot")
@@ -125,3 +143,9 @@ def layout_sheet(
         calibration_notes(work, fit)
     model_notes(work, setup)
     return work.sheet
+
+
+def _grows_with_batch(symbol: Sym, work: Work) -> bool:
+    """Whether the sheet computed `symbol` from a formula that depends on the batch (so it is redone at another)."""
+    defining = work.library.defining(symbol.symbol)
+    return symbol == sym.B or (defining is not None and depends_on(defining.expr, sym.B, work.library))
