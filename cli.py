@@ -274,7 +274,8 @@ tokens_option = click.option(
 )
 link_option = click.option(
     "--link",
-    help="Interconnect: 'nvlink' (the catalog's one-way figure) or a bandwidth such as '50 GB/s'. Default: nvlink.",
+    help="Interconnect: 'nvlink' or 'network' (the system's NVLink or scale-out network per accelerator, one way; "
+    "formulas/systems.toml), or a bandwidth such as '50 GB/s'. Default: nvlink.",
 )
 claim_option = click.option(
     "--claim",

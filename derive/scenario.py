@@ -30,6 +30,9 @@ OVERRIDES = {"bandwidth": "byte/second", "flops": "FLOP/second", "memory": "byte
 _PLAIN = ("tp", "claim", "floor", "allow_long_context")
 
 
+LINKS = ("nvlink", "network")  # named links: the system's NVLink, its scale-out network per accelerator
+
+
 def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str] | None = None) -> Any:
     """A derivations.Setup from `values`.
 
@@ -71,7 +74,9 @@ def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str
     link = values.get("link")
     if link is not None:
         fields["link_name"] = values.get("link_name") or str(link)
-        if not (isinstance(link, str) and link.strip().lower() == "nvlink"):
+        if isinstance(link, str) and link.strip().lower() in LINKS:  # the system's own (formulas/systems.toml)
+            fields["link_name"] = link.strip().lower()
+        else:
             fields["link"] = _quantity(link, "byte/second", "link")
     setup = Setup(model=model, defaults=tuple(defaults), **fields)
     return setup.check_context() if "context" in given else setup

@@ -27,6 +27,7 @@ VALUES = st.one_of(
         ["0", "1", "2", "3", "8", "64", "-1", "1.5", "1e3", "1e400", "nan", "inf", "", " ", "abc", "2,048", "1_024"]
     ),
     st.sampled_from(["3.35 TB/s", "1 TB/s", "80 GB", "700 W", "20 ms", "10 /s", "1000 token/s", "5 us", "3 TFLOP/s"]),
+    st.sampled_from(["20 req/s", "h100=2 USD/h", "h100=2", "b200=-1 USD/h", "50 ms", "1 ms", "h100,b200"]),
     st.sampled_from(MODELS + ["h100", "h200", "a100", "l40s", "b200", "fp8", "bf16", "int4", "poisson", "all"]),
     st.sampled_from(["batch=16", "context=abc", "tp=0", "bandwidth=1 TB/s", "kv_bytes = weight_bytes", "8:256"]),
     st.text(max_size=6),

@@ -8,7 +8,7 @@ import sympy
 
 from derive.catalog import Gpu, dtype_bytes
 from derive.derivations.common import Setup, parallelism, start
-from derive.errors import DeriveError
+from derive.errors import CatalogError, DeriveError
 from derive.evaluation import evaluate
 from derive.sheet import Sheet
 from derive.solving import Solution
@@ -113,8 +113,24 @@ def _cancelled(solution: Solution) -> Solution:
 
 
 def _link(setup: Setup, gpu: Gpu) -> tuple[sympy.Expr, str]:
+    """--link as a bandwidth, or the link its name picks in the accelerator's system (NVLink by default)."""
+    from derive.systems import system_for
+
     if setup.link is not None:
         return setup.link, f"--link {setup.link_name}".strip()
+    try:
+        system = system_for(gpu)
+    except CatalogError:
+        system = None
+    if setup.link_name == "network":
+        if system is None:
+            raise DeriveError(
+                f"{gpu.name} has no system in formulas/systems.toml, so no scale-out network figure",
+                'Pass --link "50 GB/s" (one-way bandwidth between the accelerators)',
+            )
+        return system.network, f"{system.title}: scale-out network, {system.network_note}, one way"
+    if system is not None:
+        return system.nvlink, f"{system.title}: NVLink, one way ({system.source.split(';')[0]})"
     if gpu.link is not None:
         return gpu.link, gpu.link_note or "datasheet"
     raise DeriveError(
