@@ -76,12 +76,21 @@ def roofline(stem: Path, peak: float, bandwidth: float, points: Sequence[tuple[s
 
 
 def throughput_against_batch(
-    stem: Path, batches: Any, throughput: Any, knee: float | None, max_batch: float, ceiling: float, title: str
+    stem: Path,
+    batches: Any,
+    throughput: Any,
+    knee: float | None,
+    max_batch: float,
+    ceiling: float,
+    title: str,
+    half: float | None = None,
 ) -> None:
     plt = pyplot()
     fig, ax = plt.subplots()
     ax.plot(batches, throughput, color="C0", lw=1.5, label="roofline throughput")
     ax.axhline(ceiling, color="C3", ls="--", lw=1, label=f"ceiling {ceiling:,.0f} token/s")
+    if half is not None:
+        ax.plot([half], [ceiling / 2], "o", color="C4", label=f"half the ceiling at {half:,.0f} sequences")
     ax.axvline(max_batch, color="C2", ls="-.", lw=1, label=f"memory holds {max_batch:,.0f} sequences")
     if knee is not None:
         ax.axvline(knee, color="C1", ls=":", lw=1, label=f"knee {knee:,.0f} sequences")

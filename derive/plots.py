@@ -39,7 +39,9 @@ def knee(sheet: Any, setup: Any, stem: Path) -> None:
     """Decode throughput against batch: the hyperbola, its ceiling, the knee and where memory runs out."""
     max_batch = float(sheet.results["max_batch_by_memory"].value)
     knee_batch = sheet.results["knee_batch"].value
-    span = max(max_batch, float(knee_batch) if knee_batch is not None else 0, 8) * 1.3
+    half = float(sheet.results["half_ceiling_batch"].value)
+    # Past the hyperbola's own knee (half the ceiling), so its bend shows even where memory stops far sooner.
+    span = max(max_batch, float(knee_batch) if knee_batch is not None else 0, 3 * half, 8) * 1.1
     batches = np.linspace(1, span, 400)
     figures.throughput_against_batch(
         stem,
@@ -49,6 +51,7 @@ def knee(sheet: Any, setup: Any, stem: Path) -> None:
         max_batch,
         float(sheet.results["throughput_ceiling"].value),
         f"{_where(setup, sheet)}, {setup.context:,}-token context",
+        half,
     )
 
 

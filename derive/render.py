@@ -101,14 +101,14 @@ def givens_in_order(sheet: Sheet) -> list[Given]:
 
 
 def _worked(
-    defines: Sym, expr: sympy.Expr, value: Any, sheet: Sheet, after_formula: str, after_value: str = ""
+    defines: Sym, expr: sympy.Expr, value: Any, values: dict[Sym, Any], after_formula: str, after_value: str = ""
 ) -> list[str]:
-    """Three lines: symbolic, substituted, result (handcalcs' order)."""
+    """Three lines: symbolic, substituted (at the values the step was computed with), result (handcalcs' order)."""
     name = text(defines.symbol)
     pad = " " * len(name)
     return [
         f"  {name} = {text(expr)}   {after_formula}".rstrip(),
-        f"  {pad} = {substituted(expr, sheet.values)}",
+        f"  {pad} = {substituted(expr, values)}",
         f"  {pad} = {_value_text(value, defines.unit)}   {after_value}".rstrip(),
     ]
 
@@ -123,7 +123,7 @@ def render_text(sheet: Sheet) -> str:
     givens = givens_in_order(sheet)
     width = max((len(text(g.sym.symbol)) for g in givens), default=1)
     for g in givens:
-        note = f"  [{g.note}]" if g.note else ""
+        note = f"  [{g.note}]" if g.note and g.note not in g.sym.meaning else ""
         lines.append(
             f"  {text(g.sym.symbol):<{width}} = {format_quantity(g.value, g.sym.unit):<26} {g.sym.meaning}{note}"
         )
@@ -131,11 +131,13 @@ def render_text(sheet: Sheet) -> str:
         if isinstance(step, Heading):
             lines += ["", step.text]
         elif isinstance(step, Compute):
-            lines += _worked(step.defines, step.expr, step.value, sheet, f"({step.defines.meaning})")
+            lines += _worked(
+                step.defines, step.expr, step.value, step.inputs or sheet.values, f"({step.defines.meaning})"
+            )
         elif isinstance(step, Solve):
             lines.append(f"  {step.defines.meaning}: {how(step.solution)}")
             note = f"({step.note})" if step.note else ""
-            lines += _worked(step.defines, step.solution.closed_form, step.value, sheet, "", note)
+            lines += _worked(step.defines, step.solution.closed_form, step.value, step.inputs or sheet.values, "", note)
         elif isinstance(step, Given) and step.inline:
             lines.append(f"  {text(step.sym.symbol)} = {format_quantity(step.value, step.sym.unit)}   ({step.note})")
         elif isinstance(step, Note):

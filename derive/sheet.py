@@ -13,7 +13,7 @@ import sympy
 from derive.evaluation import Values, evaluate
 from derive.library import LIBRARY, Formula, Library
 from derive.solving import Solution
-from derive.symbols import Sym
+from derive.symbols import Sym, symbols_of
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,9 @@ class Compute:
     expr: sympy.Expr
     value: sympy.Expr
     source: str = ""
+    # The values its symbols had when it was computed: a later given (another batch, a new context) must not
+    # change the substitution a line shows.
+    inputs: dict[Sym, sympy.Expr] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class Solve:
     defines: Sym
     value: sympy.Expr | None
     note: str = ""
+    inputs: dict[Sym, sympy.Expr] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,9 @@ class Work:
     def compute(self, formula: Formula, result: str | None = None) -> sympy.Expr:
         value = evaluate(formula.expr, self.values, self.library)
         self.values[formula.defines] = value
-        self.sheet.steps.append(Compute(formula.defines, formula.expr, value, formula.source))
+        self.sheet.steps.append(
+            Compute(formula.defines, formula.expr, value, formula.source, self._snapshot(formula.expr))
+        )
         if result:
             self.result(result, formula.defines, value, formula.expr)
         return value
@@ -131,9 +137,14 @@ class Work:
     ) -> None:
         if value is not None:
             self.values[defines] = value
-        self.sheet.steps.append(Solve(solution, defines, value, note))
+        self.sheet.steps.append(Solve(solution, defines, value, note, self._snapshot(solution.closed_form)))
         if result:
             self.result(result, defines, value, solution.closed_form)
+
+    def _snapshot(self, expr: sympy.Expr | None) -> dict[Sym, sympy.Expr]:
+        if expr is None:
+            return {}
+        return {sym: self.values[sym] for sym in symbols_of(expr) if sym in self.values}
 
     def result(
         self, name: str, sym: Sym | None, value: sympy.Expr | str | None, expr: sympy.Expr | None = None, unit: str = ""

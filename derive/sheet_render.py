@@ -6,6 +6,7 @@ hold a number of their own.
 
 from __future__ import annotations
 
+import re
 import string
 from functools import lru_cache
 from typing import Any
@@ -42,12 +43,19 @@ _TEX_SPECIALS = {
     "≤": r"$\le$",
     "≥": r"$\ge$",
     "∞": r"$\infty$",
+    "/": r"/\allowbreak{}",  # a path or a unit may break after a slash
 }
 
 
 def tex_escape(text: str) -> str:
+    """Text as LaTeX: specials escaped, `code` (Markdown's backticks) as typewriter type."""
+    parts = re.split(r"`([^`]+)`", str(text))
+    return "".join(rf"\texttt{{{_escape(p)}}}" if i % 2 else _escape(p) for i, p in enumerate(parts))
+
+
+def _escape(text: str) -> str:
     # '-{}-' keeps an option's '--' from becoming an en dash.
-    return "".join(_TEX_SPECIALS.get(ch, ch) for ch in str(text)).replace("--", "-{}-")
+    return "".join(_TEX_SPECIALS.get(ch, ch) for ch in text).replace("--", "-{}-")
 
 
 def quantity_text(value: Any, unit: str = "") -> str:

@@ -105,7 +105,9 @@ def format_quantity(value: object, unit_text: str, digits: int = 4) -> str:
     exact = sympy.sympify(value)
     number = float(exact)
     if not unit_text:
-        return _format_number(number, digits)
+        # A whole pure number (a config's 28,672 or 128,256) prints exactly: a rounded shape makes the
+        # substitution's arithmetic false on its face.
+        return _format_count(number, bool(exact.is_integer), digits)
     reg = registry()
     quantity: Any = reg.Quantity(number, unit(unit_text))
     # Prefixes for bytes, FLOPs, joules and watts above 1, and for seconds below 1 (ms, µs): never 'mFLOP/B'.

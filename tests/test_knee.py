@@ -23,7 +23,18 @@ RESULT_NAMES = {
     "throughput_at_max_batch",
     "throughput_ceiling",
     "first_limit",
+    "half_ceiling_batch",
 }
+
+
+def test_the_hyperbola_has_its_own_knee(run):
+    # Issue 15: the knee of the throughput hyperbola is B = W/K_seq, about 210 sequences for Llama 3 70B (bf16,
+    # 2,048 tokens): 141,107,412,992 bytes of weights over 2,048 x 327,680 bytes of cache a sequence.
+    import json
+
+    results = json.loads(run("knee", "--model", "llama70b", "--json").stdout)["results"]
+    assert results["half_ceiling_batch"]["value"] == pytest.approx(141_107_412_992 / (2048 * 327_680))
+    assert round(results["half_ceiling_batch"]["value"]) == 210
 
 
 def test_json_contract(run):

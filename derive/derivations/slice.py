@@ -172,6 +172,7 @@ def knee(setup: Setup) -> Sheet:
     ceiling = asymptote(sym.R.symbol, sym.B, sym.R_max, work.library)
     ceiling_value = evaluate(ceiling.closed_form, work.values, work.library)
     work.solved(ceiling, sym.R_max, ceiling_value, result="throughput_ceiling")
+    work.compute(work.library.get("half_ceiling_batch"), "half_ceiling_batch")
 
     knee_first = knee_value is not None and knee_value <= max_batch
     first = "compute" if knee_first else "memory_capacity"

@@ -19,18 +19,22 @@ def build(inputs: Inputs) -> Answer:
     at_max = answer.headline("throughput_at_max_batch", r["throughput_at_max_batch"].value, "token/second")
     ceiling = answer.headline("throughput_ceiling", r["throughput_ceiling"].value, "token/second")
     answer.headline("first_limit", r["first_limit"].value)
-    quantities = {"knee": knee_q, "limit": limit, "fits": fits, "at_max": at_max, "ceiling": ceiling}
+    half = answer.headline("half_ceiling_batch", r["half_ceiling_batch"].value, "sequence")
+    quantities = {"knee": knee_q, "limit": limit, "fits": fits, "at_max": at_max, "ceiling": ceiling, "half": half}
+    hyperbola = (
+        "Step time is a straight line in the batch, so throughput B/t(B) is a hyperbola rising to a ceiling of "
+        "{ceiling}; its own knee is at {half}, where the batch's cache equals the weights and throughput is half "
+        "the ceiling. "
+    )
     if r["knee_batch"].value is None:
-        text = (
-            "Step time is a straight line in the batch, so throughput B/t(B) is a hyperbola rising to a ceiling "
-            "of {ceiling}. Here there is no knee: each extra sequence adds more KV reading than arithmetic, "
-            "which is true above {limit} of context. Memory caps the batch at {fits}, where throughput is {at_max}."
+        text = hyperbola + (
+            "There is no compute knee: each extra sequence adds more KV reading than arithmetic, which is true "
+            "above {limit} of context. Memory caps the batch at {fits}, where throughput is {at_max}."
         )
     else:
-        text = (
-            "Step time is a straight line in the batch, so throughput B/t(B) is a hyperbola rising to a ceiling "
-            "of {ceiling}. The knee, where compute time meets memory time, is at {knee}; memory caps the batch "
-            "at {fits}, where throughput is {at_max}. A knee exists only below {limit} of context."
+        text = hyperbola + (
+            "The compute knee, where compute time meets memory time, is at {knee}; memory caps the batch at "
+            "{fits}, where throughput is {at_max}. A compute knee exists only below {limit} of context."
         )
     answer.summary = Prose("summary", text, quantities)
     answer.sections.append(Section("Step time, knee and ceiling", sheet))

@@ -48,7 +48,9 @@ def build(inputs: Inputs) -> Answer:
     }
     answer.summary = Prose(
         "summary",
-        "Joules per token is power over throughput. {n} accelerators at their {power} TDP decoding one sequence "
+        "Joules per token is power over throughput. "
+        + ("One accelerator at its" if v[sym.n] == 1 else "{n} accelerators at their")
+        + " {power} TDP decoding one sequence "
         "spend {one}; filled to the {largest} that memory holds at {context}, {full}. The numerator is "
         "pinned under the datasheet cap, so the denominator, the batch that shares each step's weight reads, "
         "moves the result by {ratio} times.",

@@ -127,7 +127,9 @@ def build(inputs: Inputs) -> Answer:
         ),
     ]
     answer.caveats += [
-        Prose("caveat", "{note}", {"note": Quantity(note)}) for note in plan.notes() if not note.startswith("price")
+        Prose("caveat", note.replace("{", "{{").replace("}", "}}"))
+        for note in plan.notes()
+        if not note.startswith("price")
     ]
     return answer
 
