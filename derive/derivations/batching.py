@@ -99,6 +99,21 @@ def offered_rate(traffic: Traffic, times: StepTimes) -> float:
     return traffic.load / per_request
 
 
+def expected_longest(traffic: Traffic) -> float:
+    """E[max] of `seats` replies drawn uniformly from shortest..longest: what a padded batch runs for."""
+    a, b, n = traffic.shortest, traffic.longest, traffic.seats
+    span = b - a + 1
+    return b - sum(((k - a + 1) / span) ** n for k in range(a, b))
+
+
+def capacities(traffic: Traffic, times: StepTimes) -> dict[str, float]:
+    """Requests a second each policy can serve with every seat busy: a padded batch, or refilled seats."""
+    mean_reply = (traffic.shortest + traffic.longest) / 2
+    padded = expected_longest(traffic) * times.decode[traffic.seats] + times.prefill[traffic.seats]
+    refilled = mean_reply * times.decode[traffic.seats] / traffic.seats + times.prefill[1]
+    return {"static": traffic.seats / padded, "continuous": 1 / refilled}
+
+
 def batching(setup: Setup, traffic: Traffic, measurement: dict | None = None) -> tuple[Sheet, dict[str, Outcome]]:  # type: ignore[type-arg]
     """Simulate the three policies; step times from the roofline, or from a recorded `derive measure` run."""
     sheet, times = step_times(setup, traffic)
@@ -126,6 +141,10 @@ def batching(setup: Setup, traffic: Traffic, measurement: dict | None = None) ->
             "max_wait_s": traffic.max_wait,
         }
     )
+    if rate is not None:
+        sheet.results["offered_rate"] = _result("offered_rate", rate, "sequence/second")
+    for policy, capacity in capacities(traffic, times).items():
+        sheet.results[f"{policy}_capacity"] = _result(f"{policy}_capacity", capacity, "sequence/second")
     for policy, outcome in outcomes.items():
         summary = outcome.summary()
         sheet.results[f"{policy}_throughput"] = _result(f"{policy}_throughput", summary["throughput"], "token/second")

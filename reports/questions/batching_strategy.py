@@ -70,6 +70,25 @@ def _simulated(answer: Answer, setup, inputs: Inputs, seats: int) -> Section:  #
             {"requests": Quantity(traffic.requests), "load": Quantity(traffic.load * 100)},
         ),
     )
+    if "offered_rate" in r:
+        q = {
+            "offered": answer.headline("offered_rate", r["offered_rate"].value, "sequence/second"),
+            "static": answer.headline("static_capacity", r["static_capacity"].value, "sequence/second"),
+            "continuous": answer.headline("continuous_capacity", r["continuous_capacity"].value, "sequence/second"),
+        }
+        overloaded = r["offered_rate"].value > r["static_capacity"].value
+        lines.append(
+            Prose(
+                "text",
+                "The arrivals, {offered}, exceed what static batching can serve with every seat busy, {static}: it "
+                "is simply overloaded, so its queue grows through the run and its time to first token with it; "
+                "continuous batching serves up to {continuous}."
+                if overloaded
+                else "The arrivals, {offered}, are within static batching's capacity of {static} (continuous: "
+                "{continuous}); its waits come from padding, not from an overload.",
+                q,
+            )
+        )
     return Section("Simulated: static, dynamic and continuous batching", sheet, intro=intro, outro=tuple(lines))
 
 
@@ -146,6 +165,18 @@ def build(inputs: Inputs) -> Answer:
         )
     )
     answer.sections.append(_simulated(answer, setup, inputs, seats))
+    offered, static = answer.results.get("offered_rate"), answer.results.get("static_capacity")
+    if offered is not None and static is not None and offered.value > static.value:
+        said = dict(answer.summary.quantities)
+        said.update(
+            {"offered": Quantity(offered.value, offered.unit), "static_cap": Quantity(static.value, static.unit)}
+        )
+        answer.summary = Prose(
+            "summary",
+            answer.summary.text + " In the simulated traffic ({offered}) static batching is simply overloaded: it "
+            "serves at most {static_cap}, so its queue, and its time to first token, grow without bound.",
+            said,
+        )
     answer.takeaways += [
         Prose(
             "takeaway",

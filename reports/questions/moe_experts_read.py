@@ -147,11 +147,7 @@ def build(inputs: Inputs) -> Answer:
             "Uniform, independent routing touches the most experts; real routers are skewed and "
             "correlated within a step, so a step reads somewhat fewer.",
         ),
-        Prose(
-            "caveat",
-            "The KV cache (a compact MLA latent here) and the multi-token-prediction module are left "
-            "out of the bytes; both add to each step's reads.",
-        ),
+        Prose("caveat", _left_out(setup.model)),
     ]
     return answer
 
@@ -167,3 +163,12 @@ QUESTION = Question(
     changeable=("model", "dtype", "batch"),
     build=build,
 )
+
+
+def _left_out(model) -> str:  # type: ignore[no-untyped-def]
+    """What the bytes above leave out, for this model: its cache (of whichever kind) and an MTP module if it has one."""
+    cache = "a compact MLA latent" if model.config.is_mla else "keys and values of its attention layers"
+    mtp = any("multi-token-prediction" in note for note in model.config.notes)
+    extra = " and the multi-token-prediction module are" if mtp else " is"
+    adds = "; both add" if mtp else ", and adds"
+    return f"The KV cache ({cache} here){extra} left out of the bytes{adds} to each step's reads."

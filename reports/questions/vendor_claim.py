@@ -17,6 +17,9 @@ def _sheet(inputs: Inputs, **overrides):  # type: ignore[no-untyped-def]
     return setup, sheet
 
 
+_SMALLEST_SERVED_BITS = 4  # int4 and fp4 weights (AWQ, GPTQ, NVFP4): the narrowest formats served at scale
+
+
 def build(inputs: Inputs) -> Answer:
     setup, stated = _sheet(inputs)
     _, quantised = _sheet(inputs, dtype=inputs["alt_dtype"])
@@ -47,16 +50,28 @@ def build(inputs: Inputs) -> Answer:
         "model": Quantity(setup.model.title),
         "context": Quantity(v[sym.S], "token"),
     }
+    bits_suffice = float(r["required_bits_per_weight"].value) >= _SMALLEST_SERVED_BITS
+    within = float(q["x"].value) <= 1
+    q["headroom"] = Quantity(1 / q["x"].value if within else None)
     fit_text = "" if fits else " In {dtype} the weights and one sequence do not even fit in its {memory}."
     answer.summary = Prose(
         "summary",
         "One user's decode step must read all {weights} of {model}'s weights from {bw} of HBM, at least {t_mem} "
         "a token: the bandwidth floor is {floor}, and the claim of {claim} is {x} times it."
         + fit_text
-        + " The figure is reachable only as an aggregate: with {alt} weights (a floor of {floor_q}) a server meets "
-        "it over about {users_q} decoded at once, while speculative decoding would need {tau} accepted per pass "
-        "and quantisation alone {bits} bits per weight. Ask the vendor for the concurrency, the precision, the "
-        "context length and whether speculation is on.",
+        + (
+            " The claim is below the floor's speed: one user on this hardware can see it, so it is plausible as "
+            "stated, and the floor leaves {headroom} times the claim for the overheads a real server adds."
+            if within
+            else " 4-bit weights would reach it for one user (it needs {bits} bits per weight or fewer); otherwise it "
+            "is an aggregate: with {alt} weights (a floor of {floor_q}) a server meets it over about {users_q} "
+            "decoded at once, and speculative decoding would need {tau} accepted per pass."
+            if bits_suffice
+            else " The figure is reachable only as an aggregate: with {alt} weights (a floor of {floor_q}) a server "
+            "meets it over about {users_q} decoded at once, while speculative decoding would need {tau} accepted "
+            "per pass and quantisation alone {bits} bits per weight, below any format served."
+        )
+        + " Ask the vendor for the concurrency, the precision, the context length and whether speculation is on.",
         q,
     )
     answer.sections.append(
@@ -80,15 +95,33 @@ def build(inputs: Inputs) -> Answer:
             intro=(
                 Prose("text", "The most likely unstated precision: {alt} weights halve the bytes a token reads.", q),
             ),
-            outro=(Prose("text", "Still {x_q} times the floor ({floor_q}): precision alone cannot close the gap.", q),),
+            outro=(
+                Prose(
+                    "text",
+                    "At {x_q} times this floor ({floor_q}), "
+                    + (
+                        "this precision alone meets the claim for one user."
+                        if float(q["x_q"].value) <= 1
+                        else "this precision does not close the gap, though 4-bit weights ({bits} bits suffice) would."
+                        if bits_suffice
+                        else "precision alone cannot close the gap."
+                    ),
+                    q,
+                ),
+            ),
         )
     )
     answer.takeaways += [
         Prose(
             "takeaway",
-            "Per-user tokens/s at batch 1 is bounded by bandwidth over weight bytes; a number {x} "
-            "times that bound is measuring something else, most often aggregate throughput: about {users} "
-            "decoded at once in {dtype}, if memory held them.",
+            "Per-user tokens/s at batch 1 is bounded by bandwidth over weight bytes; "
+            + (
+                "this claim sits at {x} of that bound, so it needs no trick, only a server within a factor of "
+                "{headroom} of its floor."
+                if within
+                else "a number {x} times that bound is measuring something else, most often aggregate throughput: "
+                "about {users} decoded at once in {dtype}, if memory held them."
+            ),
             q,
         ),
         Prose(
@@ -101,8 +134,8 @@ def build(inputs: Inputs) -> Answer:
     answer.caveats += [
         Prose(
             "caveat",
-            "The floor uses peak bandwidth and no overheads, so the real per-user rate is lower still; "
-            "the claim fails by more than this ratio.",
+            "The floor uses peak bandwidth and no overheads, so the real per-user rate is lower still"
+            + ("." if within else "; the claim fails by more than this ratio."),
         ),
         Prose(
             "caveat",
