@@ -125,7 +125,9 @@ def build(inputs: Inputs) -> Answer:
     )
     answer.summary = Prose(
         "summary",
-        "Rebuild the floor from bytes: each of the {n} accelerators reads {bytes} a step, {floor} at peak bandwidth, "
+        "Rebuild the floor from bytes: "
+        + ("the one accelerator reads" if v[sym.n] == 1 else "each of the {n} accelerators reads")
+        + " {bytes} a step, {floor} at peak bandwidth, "
         "so an MBU of {mbu} % means a step of {measured} and {missing} to account for. Under the stated assumptions "
         "it splits into {allreduce_time} of all-reduces, {launch_gap_time} of kernel launch gaps, "
         "{bandwidth_shortfall_time} of kernels reading below peak and {host_time} of host work, leaving "

@@ -120,12 +120,15 @@ def build(inputs: Inputs) -> Answer:
             ),
             q,
         ),
-        Prose(
-            "takeaway",
-            "An MLA cache cannot be split by tensor parallelism (its latent has no heads), so large copies use "
-            "attention data parallelism with the experts shared and placed whole (ep = tp x dp).",
-        ),
     ]
+    if setup.model.config.is_mla:
+        answer.takeaways.append(
+            Prose(
+                "takeaway",
+                "An MLA cache cannot be split by tensor parallelism (its latent has no heads), so large copies use "
+                "attention data parallelism with the experts shared and placed whole (ep = tp x dp).",
+            )
+        )
     answer.caveats += [
         Prose("caveat", note.replace("{", "{{").replace("}", "}}"))
         for note in plan.notes()
