@@ -159,8 +159,17 @@ def environment(fmt: str):  # type: ignore[no-untyped-def]
         how=how,
         sentence=sentence,
     )
-    env.globals.update(givens=givens_in_order, lookup=lookup)
+    env.filters.update(words=lambda name: str(name).replace("_", " "))
+    env.globals.update(givens=givens_in_order, lookup=lookup, headline=headline)
     return env
+
+
+HEADLINE = 8  # the numbers an answer's page shows (issue 15: the 4 to 8 that carry it)
+
+
+def headline(answer: Any) -> list[Any]:
+    """The answer's first results that have a value: the numbers its page leads with."""
+    return [r for r in answer.results.values() if r.value is not None][:HEADLINE]
 
 
 def render(answer: Any, fmt: str, figures_dir: str = "figures") -> str:

@@ -59,3 +59,24 @@ def test_every_sheet_and_the_book_compile(fresh, tmp_path):
         log = tex.with_suffix(".log").read_text(errors="ignore")
         overfull = [float(x) for x in re.findall(r"Overfull \\[hv]box \(([\d.]+)pt too (?:wide|high)\)", log)]
         assert not [x for x in overfull if x > 5], f"{tex.name}: overfull boxes of {sorted(overfull)} pt"
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed (.ci/run installs it)")
+def test_the_book_is_one_page_an_answer_then_the_appendix(fresh, tmp_path):
+    """Issue 15: at most 60 pages of answers, each on its own page (the derivations follow in the appendix)."""
+    shutil.copytree(fresh, tmp_path / "tex")
+    for _ in range(2):  # the second pass has the labels' pages
+        subprocess.run(
+            ["pdflatex", "-halt-on-error", "-interaction=nonstopmode", "book.tex"],
+            cwd=tmp_path / "tex",
+            capture_output=True,
+            timeout=300,
+            check=True,
+        )
+    aux = (tmp_path / "tex" / "book.aux").read_text()
+    answer_pages = [int(p) for p in re.findall(r"\\newlabel\{q:[^}]+\}\{\{\d+\}\{(\d+)\}", aux)]
+    appendix = min(int(p) for p in re.findall(r"\\newlabel\{a:[^}]+\}\{\{\w+\}\{(\d+)\}", aux))
+    assert len(answer_pages) == len(answers.questions())
+    assert appendix - answer_pages[0] <= 60
+    spans = [b - a for a, b in zip(answer_pages, [*answer_pages[1:], appendix], strict=True)]
+    assert max(spans) <= 2, "an answer longer than two pages"

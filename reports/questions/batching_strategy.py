@@ -76,7 +76,7 @@ def _simulated(answer: Answer, setup, inputs: Inputs, seats: int) -> Section:  #
             "static": answer.headline("static_capacity", r["static_capacity"].value, "sequence/second"),
             "continuous": answer.headline("continuous_capacity", r["continuous_capacity"].value, "sequence/second"),
         }
-        overloaded = r["offered_rate"].value > r["static_capacity"].value
+        overloaded = bool(r["offered_rate"].number > r["static_capacity"].number)
         lines.append(
             Prose(
                 "text",
@@ -166,7 +166,7 @@ def build(inputs: Inputs) -> Answer:
     )
     answer.sections.append(_simulated(answer, setup, inputs, seats))
     offered, static = answer.results.get("offered_rate"), answer.results.get("static_capacity")
-    if offered is not None and static is not None and offered.value > static.value:
+    if offered is not None and static is not None and bool(offered.number > static.number):
         said = dict(answer.summary.quantities)
         said.update(
             {"offered": Quantity(offered.value, offered.unit), "static_cap": Quantity(static.value, static.unit)}

@@ -50,9 +50,9 @@ def build(inputs: Inputs) -> Answer:
         "model": Quantity(setup.model.title),
         "context": Quantity(v[sym.S], "token"),
     }
-    bits_suffice = float(r["required_bits_per_weight"].value) >= _SMALLEST_SERVED_BITS
-    within = float(q["x"].value) <= 1
-    q["headroom"] = Quantity(1 / q["x"].value if within else None)
+    bits_suffice = float(r["required_bits_per_weight"].number) >= _SMALLEST_SERVED_BITS
+    within = float(r["claim_over_floor"].number) <= 1
+    q["headroom"] = Quantity(1 / r["claim_over_floor"].number if within else None)
     fit_text = "" if fits else " In {dtype} the weights and one sequence do not even fit in its {memory}."
     answer.summary = Prose(
         "summary",
@@ -101,7 +101,7 @@ def build(inputs: Inputs) -> Answer:
                     "At {x_q} times this floor ({floor_q}), "
                     + (
                         "this precision alone meets the claim for one user."
-                        if float(q["x_q"].value) <= 1
+                        if float(quantised.results["claim_over_floor"].number) <= 1
                         else "this precision does not close the gap, though 4-bit weights ({bits} bits suffice) would."
                         if bits_suffice
                         else "precision alone cannot close the gap."
