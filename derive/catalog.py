@@ -83,6 +83,8 @@ class Gpu:
         dtype = dtype.lower()
         if "flops" in self.overridden:
             return self.flops["override"], "peak FLOP/s given with --flops"
+        if dtype == "fp32" and dtype in self.flops:
+            return self.flops[dtype], "fp32 peak of the CUDA cores (fp32 matmuls do not use the tensor cores)"
         if dtype in self.flops:
             return self.flops[dtype], f"{dtype} dense peak"
         if dtype in ("int8", "int4", "fp4") and "bf16" in self.flops:
@@ -197,7 +199,7 @@ def load_gpu(name: str) -> Gpu:
             raise DeriveError(f"gpus.toml [{key}] lacks '{field_name}'", "Fix the catalog entry") from None
 
     flops: dict[str, sympy.Rational] = {
-        dt: figure(dt, "FLOP/second") for dt in ("bf16", "fp16", "fp8", "fp4") if dt in entry
+        dt: figure(dt, "FLOP/second") for dt in ("fp32", "bf16", "fp16", "fp8", "fp4") if dt in entry
     }
     return Gpu(
         name=key,

@@ -73,3 +73,28 @@ def test_a_line_shows_the_inputs_it_was_computed_with():
     for match in re.finditer(r"\\left\(194\\,\\mathrm\{tokens/sequence\}\\right\) \\cdot [^\n]*\n&= ([^\n]*)", text):
         assert match.group(1).startswith("25.43")
     assert "194\\,\\mathrm{tokens/sequence}" in text
+
+
+def test_an_fp32_model_is_judged_against_the_fp32_ridge():
+    # Issue 15: decode-bandwidth-bound judged an fp32 model against the bf16 tensor-core ridge. H100 SXM: 66.9
+    # TFLOP/s fp32 on the CUDA cores and 3.35 TB/s (NVIDIA H100 datasheet; gpus.toml).
+    r = answers.answer("decode-bandwidth-bound").results
+    assert float(r["ridge_intensity"].value) == pytest.approx(66.9e12 / 3.35e12)
+
+
+def test_slow_8b_step_leads_with_fp32_weights():
+    answer = answers.answer("slow-8b-step")
+    from derive.sheet_render import prose
+
+    text = prose(answer.summary, "md")
+    assert text.index("fp32") < text.index("Sorted by what one profiler trace shows")
+    floor, widened = answer.results["floor_step_time"].value, answer.results["fp32_floor_step_time"].value
+    assert widened == 2 * floor  # bf16 to fp32 doubles every byte a step reads
+
+
+def test_batching_strategy_says_static_batching_is_overloaded():
+    answer = answers.answer("batching-strategy")
+    from derive.sheet_render import prose
+
+    assert answer.results["offered_rate"].value > answer.results["static_capacity"].value
+    assert "simply overloaded" in prose(answer.summary, "md")

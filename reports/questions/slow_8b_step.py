@@ -6,7 +6,7 @@ from functools import partial
 
 from derive.answers import Answer, Inputs, Question, assumed
 from derive.derivations.common import start
-from derive.sheet import Figure, Prose, Section
+from derive.sheet import Figure, Prose, Quantity, Section
 from formulas import calibrated as cal
 from formulas import notation as sym
 from formulas import prefill as pf
@@ -64,10 +64,26 @@ def build(inputs: Inputs) -> Answer:
             q,
         )
     else:
+        # The likeliest cause first: a model loaded in fp32 (from_pretrained without a torch_dtype) reads every
+        # weight and cached value at 4 bytes instead of its dtype's.
+        widened = v[u.D_gpu] * 4 / v[sym.b_w] / v[sym.BW]
+        fp32_first = v[sym.b_w] < 4 and widened <= v[u.t_meas]
+        q["fp32_floor"] = answer.headline("fp32_floor_step_time", widened, "second")
+        q["fp32_share"] = Quantity(widened / v[u.t_meas] * 100)
+        q["widen"] = Quantity(4 / v[sym.b_w])
+        first = (
+            "The likeliest cause comes first: the same step in fp32 (a model loaded without its dtype) reads {widen} "
+            "times the bytes, a floor of {fp32_floor}, {fp32_share} % of the measured time, so check the dtype before "
+            "profiling. "
+            if fp32_first
+            else ""
+        )
         answer.summary = Prose(
             "summary",
             "The floor is the bytes over the bandwidth: {bytes} a step, {floor}; the measured {measured} is {ratio} "
-            "times that, and a gap that size at batch 1 is almost never the GPU being slow. Sorted by what one "
+            "times that, and a gap that size at batch 1 is almost never the GPU being slow. "
+            + first
+            + "Sorted by what one "
             "profiler trace shows: (1) idle gaps between kernels, {kernels} launches at {gap} each, {launch}; "
             "(2) host work between steps (sampling, scheduling, Python), {host}; (3) kernels reading at {eta} of "
             "peak bandwidth, {bw}. That leaves {rest} unattributed.",
