@@ -126,6 +126,14 @@ def build(inputs: Inputs) -> Answer:
     answer.takeaways += [
         Prose(
             "takeaway",
+            "The canonical fusion is FlashAttention: scores, softmax and the weighted sum in one kernel over tiles "
+            "held in on-chip SRAM, so the S x S score matrix never reaches HBM (Dao et al. 2022). Compilers fuse "
+            "the rest: torch.compile's Inductor merges elementwise chains and norms into Triton kernels, "
+            "TensorRT-LLM and vLLM ship hand-fused ones (RMSNorm with the residual add, rotary with the QKV "
+            "split, SwiGLU's gate and up), each removing a round trip of the activations through HBM and a launch.",
+        ),
+        Prose(
+            "takeaway",
             "Fusion pays in bytes where tokens are many (prefill, training) and in launches where "
             "they are few (decode); it cannot raise a matmul's intensity.",
         ),

@@ -82,6 +82,15 @@ def build(inputs: Inputs) -> Answer:
     answer.takeaways += [
         Prose(
             "takeaway",
+            "The path down: a Python op dispatches through ATen to a kernel, either a library's (cuBLAS, cuDNN, "
+            "cuBLASLt for GEMMs) or one torch.compile generates (Triton, lowered to PTX, which ptxas compiles to "
+            "the GPU's SASS); the launch queues it on a CUDA stream and returns at once, so the CPU runs ahead of "
+            "the GPU. On the GPU the kernel's thread blocks are spread over the SMs, each block's threads run in "
+            "warps of 32 in lockstep, and tensor cores take the matrix tiles. A step costs the longer of the GPU's "
+            "work and the CPU's launching, never their sum.",
+        ),
+        Prose(
+            "takeaway",
             "Small ops end up launch- or memory-bound; large matmuls are compute-bound on tensor "
             "cores. The smaller the model and the faster the GPU, the more launches dominate.",
         ),

@@ -22,7 +22,9 @@ def build(inputs: Inputs) -> Answer:
     attention = attention_memory(setup.__class__(**{**setup.__dict__, "context": int(inputs["prompt"])}))
     measured = assumed(inputs, "measured_step_time", "second")
     recompute = assumed(inputs, "recompute_fraction")
-    util = utilisation(setup, measured, recompute)
+    # The measured step is a serving (decode) step, which recomputes nothing: its HFU is its MFU. Recomputation
+    # (activation checkpointing) belongs to training, where it raises HFU by the factor 1 + f_rc.
+    util = utilisation(setup, measured, 0)
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     d, u, a = decode.results, util.results, attention.results
     q = {
@@ -40,6 +42,7 @@ def build(inputs: Inputs) -> Answer:
         "gap": answer.headline("unexplained_time", u["unexplained_time"].value, "second"),
         "measured": Quantity(measured, "second"),
         "rc_pct": Quantity(100 * recompute),
+        "rc_factor": answer.headline("training_hfu_over_mfu", 1 + recompute),
         "prompt": Quantity(int(inputs["prompt"]), "token"),
         "batch": Quantity(setup.batch, "sequence"),
     }
@@ -52,9 +55,11 @@ def build(inputs: Inputs) -> Answer:
         "elementwise ops and norms ({ew_i}) sit far left of it: memory-bound, so fuse them. Naive "
         "attention over {prompt} writes "
         "score matrices of {scores} through HBM, {ratio} times a tiled (FlashAttention) kernel's {flash}. MFU counts "
-        "only the model's FLOPs and HFU also the recomputed ones: with {rc_pct} % recomputed, a step measured at "
-        "{measured} reads MFU {mfu_pct} % and HFU {hfu_pct} %. Then profile: timeline gaps, and per-kernel achieved "
-        "bandwidth against tensor-core use.",
+        "only the model's FLOPs and HFU also the recomputed ones: the serving step measured at {measured} "
+        "(batch {batch}) reads MFU {mfu_pct} %, and HFU the same, since decode recomputes nothing; a training step "
+        "that recomputes {rc_pct} % of its FLOPs (activation checkpointing) reports HFU {rc_factor} times its MFU, "
+        "so judge training by MFU. Then profile: timeline gaps, and per-kernel achieved bandwidth against "
+        "tensor-core use.",
         q,
     )
     answer.sections += [

@@ -17,6 +17,20 @@ def _sheet(inputs: Inputs, **overrides):  # type: ignore[no-untyped-def]
     return setup, sheet
 
 
+def _realistic(setup):  # type: ignore[no-untyped-def]
+    """Tokens/s for one user at the calibrated estimate (derive predict at batch 1), or None where it does not fit."""
+    from dataclasses import replace
+
+    from derive.derivations.costs import predict
+    from derive.errors import DeriveError
+
+    try:
+        tpot = predict(replace(setup, batch=1, prompt=setup.context, output=1)).results["tpot"].number
+    except DeriveError:
+        return None
+    return 1 / tpot
+
+
 _SMALLEST_SERVED_BITS = 4  # int4 and fp4 weights (AWQ, GPTQ, NVFP4): the narrowest formats served at scale
 
 
@@ -50,6 +64,14 @@ def build(inputs: Inputs) -> Answer:
         "model": Quantity(setup.model.title),
         "context": Quantity(v[sym.S], "token"),
     }
+    realistic = _realistic(setup)
+    realistic_dtype = setup.dtype
+    if realistic is None:
+        quantised_setup = inputs.setup(claim=assumed(inputs, "claim", "token/second"), dtype=inputs["alt_dtype"])
+        realistic, realistic_dtype = _realistic(quantised_setup), inputs["alt_dtype"]
+    q["realistic"] = answer.headline("calibrated_tokens_per_s_per_user", realistic, "token/second/sequence")
+    q["realistic_dtype"] = Quantity(realistic_dtype)
+    q["realistic_floor"] = q["floor"] if realistic_dtype == setup.dtype else q["floor_q"]
     bits_suffice = float(r["required_bits_per_weight"].number) >= _SMALLEST_SERVED_BITS
     within = float(r["claim_over_floor"].number) <= 1
     q["headroom"] = Quantity(1 / r["claim_over_floor"].number if within else None)
@@ -70,6 +92,12 @@ def build(inputs: Inputs) -> Answer:
             else " The figure is reachable only as an aggregate: with {alt} weights (a floor of {floor_q}) a server "
             "meets it over about {users_q} decoded at once, while speculative decoding would need {tau} accepted "
             "per pass and quantisation alone {bits} bits per weight, below any format served."
+        )
+        + (
+            " A real server reaches less than its floor: the calibrated estimate for one user in {realistic_dtype} "
+            "is {realistic}, against that precision's floor of {realistic_floor}."
+            if realistic is not None
+            else ""
         )
         + " Ask the vendor for the concurrency, the precision, the context length and whether speculation is on.",
         q,
