@@ -10,7 +10,13 @@ from derive.library import formula
 from derive.symbols import define
 from formulas.notation import BW, B, P, a, b_w, c_mac, k, tau
 
-I_w = define("gemm_intensity", "I_w", "FLOP/byte", r"I_{w}", "intensity of a weight GEMM (QKV, O, MLP, head) at decode")
+I_w = define(
+    "gemm_intensity",
+    "I_w",
+    "FLOP/byte",
+    r"I_{w}",
+    "intensity of a weight GEMM (QKV, O, MLP, head): its B·tau tokens per weight read (a prefill chunk alike)",
+)
 I_att = define("attention_intensity", "I_att", "FLOP/byte", r"I_{att}", "intensity of decode attention")
 I_ridge = define(
     "ridge_intensity", "I_ridge", "FLOP/byte", r"I_{ridge}", "the accelerator's ridge point, FLOP/s per byte/s"

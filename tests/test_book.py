@@ -98,3 +98,9 @@ def test_batching_strategy_says_static_batching_is_overloaded():
 
     assert answer.results["offered_rate"].value > answer.results["static_capacity"].value
     assert "simply overloaded" in prose(answer.summary, "md")
+
+
+def test_prefill_passes_are_not_labelled_decode():
+    """Issue 15: a prompt pass's GEMM intensity was printed under 'Intensity of a weight GEMM ... at decode'."""
+    text = "\n".join(p.read_text() for p in MARKDOWN)
+    assert "weight GEMM (QKV, O, MLP, head) at decode" not in text

@@ -56,6 +56,16 @@ def build(inputs: Inputs) -> Answer:
         "moves the result by {ratio} times.",
         q,
     )
+    realistic = {name: _calibrated(setup, batch, v) for name, batch in (("one_cal", 1), ("full_cal", v[sym.B_max]))}
+    if all(value is not None for value in realistic.values()):
+        for name, value in realistic.items():
+            q[name] = answer.headline(f"calibrated_joules_per_token_{name[:-4]}", value, "joule/token")
+        answer.summary = Prose(
+            "summary",
+            answer.summary.text + " At the calibrated step times a real server takes, the same two batches spend "
+            "{one_cal} and {full_cal}: the floor's figures are floors of the energy too.",
+            q,
+        )
     answer.sections.append(Section("Power over throughput", sheet))
     answer.figures.append(
         Figure(
@@ -103,3 +113,17 @@ QUESTION = Question(
     changeable=("model", "gpu", "dtype", "kv_dtype", "tp", "context", "batch"),
     build=build,
 )
+
+
+def _calibrated(setup, batch, values):  # type: ignore[no-untyped-def]
+    """Joules per token at the calibrated decode step (derive predict) for `batch`, or None where it cannot run."""
+    from dataclasses import replace
+
+    from derive.derivations.costs import predict
+    from derive.errors import DeriveError
+
+    try:
+        step = predict(replace(setup, batch=int(batch), prompt=setup.context - 1, output=2, tp=int(values[sym.n])))
+    except DeriveError:
+        return None
+    return values[ef.P_acc] * values[sym.n] * step.results["tpot"].number / (int(batch) * values[sym.tau])
