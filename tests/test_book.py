@@ -104,3 +104,24 @@ def test_prefill_passes_are_not_labelled_decode():
     """Issue 15: a prompt pass's GEMM intensity was printed under 'Intensity of a weight GEMM ... at decode'."""
     text = "\n".join(p.read_text() for p in MARKDOWN)
     assert "weight GEMM (QKV, O, MLP, head) at decode" not in text
+
+
+def test_the_seeds_batching_measurement_is_reconciled():
+    """Seed 000, question 3 states 159 to 860 tokens/s from steps of 6.3 ms (one sequence) and 9.3 ms (eight)."""
+    r = answers.answer("batching-decode").results
+    assert round(float(r["seed_throughput_1"].value)) == 159 and round(float(r["seed_throughput_8"].value)) == 860
+
+
+@pytest.mark.parametrize(
+    ("question", "stated"),
+    [
+        ("roofline-decode-prefill", ["46 %", "51 %"]),  # seed 000, question 1: laptop CPU fractions of the ceilings
+        ("batching-strategy", ["343 tokens/s", "299 tokens/s", "1.147 times"]),  # seed 000, question 5
+    ],
+)
+def test_the_seeds_measured_figures_are_set_beside_ours(question, stated):
+    from derive.sheet_render import prose
+
+    answer = answers.answer(question)
+    said = " ".join(prose(p, "md") for p in answer.caveats)
+    assert all(figure in said for figure in stated), said
