@@ -125,3 +125,17 @@ def test_the_seeds_measured_figures_are_set_beside_ours(question, stated):
     answer = answers.answer(question)
     said = " ".join(prose(p, "md") for p in answer.caveats)
     assert all(figure in said for figure in stated), said
+
+
+@pytest.mark.parametrize("question", ["decode-knee", "vendor-claim", "energy-per-token"])
+def test_a_realistic_figure_stands_beside_the_floor(question):
+    """Issue 15: every floor with the calibrated estimate beside it, and the estimate on the slow side of it."""
+    r = answers.answer(question).results
+    pairs = {
+        "decode-knee": ("throughput_at_max_batch", "calibrated_throughput_at_max_batch", "faster"),
+        "vendor-claim": ("floor_at_alt_dtype", "calibrated_tokens_per_s_per_user", "faster"),
+        "energy-per-token": ("joules_per_token_batch1", "calibrated_joules_per_token_one", "cheaper"),
+    }
+    floor, estimate, better = pairs[question]
+    f, e = float(r[floor].value), float(r[estimate].value)
+    assert (e < f) if better == "faster" else (e > f)

@@ -36,6 +36,10 @@ def build(inputs: Inputs) -> Answer:
             "The compute knee, where compute time meets memory time, is at {knee}; memory caps the batch at "
             "{fits}, where throughput is {at_max}. A compute knee exists only below {limit} of context."
         )
+    realistic = _calibrated_throughput(setup, sheet)
+    if realistic is not None:
+        quantities["at_max_cal"] = answer.headline("calibrated_throughput_at_max_batch", realistic, "token/second")
+        text += " A real server at that batch reaches about {at_max_cal} (the calibrated estimate)."
     answer.summary = Prose("summary", text, quantities)
     answer.sections.append(Section("Step time, knee and ceiling", sheet))
     answer.figures.append(figures_entry(sheet, setup))
@@ -87,3 +91,20 @@ QUESTION = Question(
     changeable=("model", "gpu", "dtype", "kv_dtype", "context", "tp"),
     build=build,
 )
+
+
+def _calibrated_throughput(setup, sheet):  # type: ignore[no-untyped-def]
+    """Decode tokens/s at the memory-capped batch at the calibrated step (derive predict), or None if it cannot run."""
+    from dataclasses import replace
+
+    from derive.derivations.costs import predict
+    from derive.errors import DeriveError
+
+    batch = sheet.results["max_batch_by_memory"].value
+    if batch is None or batch < 1:
+        return None
+    at = replace(setup, batch=int(batch), prompt=setup.context - 1, output=2, tp=int(sheet.inputs["tp"]))
+    try:
+        return predict(at).results["throughput"].number
+    except DeriveError:
+        return None
