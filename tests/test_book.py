@@ -139,3 +139,18 @@ def test_a_realistic_figure_stands_beside_the_floor(question):
     floor, estimate, better = pairs[question]
     f, e = float(r[floor].value), float(r[estimate].value)
     assert (e < f) if better == "faster" else (e > f)
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        (["knee", "--model", "deepseek-v3", "--gpu", "h200"], "an MLA latent has no heads to split"),
+        (["predict", "--model", "qwen3-30b-a3b", "--tp", "8"], "tp=8 exceeds the 4 KV heads"),
+        (["energy", "--model", "qwen3-30b-a3b", "--tp", "8"], "tp=8 exceeds the 4 KV heads"),
+    ],
+)
+def test_sheets_on_many_accelerators_say_when_the_cache_does_not_split(run, command, says):
+    """Issue 15's sanity checks: the KV-head replication under tensor parallelism, in every sheet that has n."""
+    result = run(*command)
+    assert result.exit_code == 0, result.stderr
+    assert says in result.stdout

@@ -123,6 +123,25 @@ def model_notes(work: Work, setup: Setup) -> None:
             f"the routed experts are sized as the checkpoint ships them ({arch.expert_format}); "
             f"the rest in {setup.dtype}"
         )
+    parallelism_notes(work, setup)
+
+
+def parallelism_notes(work: Work, setup: Setup) -> None:
+    """Sanity checks every sheet on n accelerators shares: a cache tensor parallelism cannot split as assumed."""
+    arch, tp = setup.model.config, work.values.get(sym.n)
+    if tp is None or tp <= 1:
+        return
+    if arch.is_mla:
+        work.note(
+            f"an MLA latent has no heads to split: on {tp} tensor-parallel accelerators serving engines keep the "
+            "whole cache on each (vLLM, SGLang), so its bytes per accelerator are n times those assumed here; "
+            "derive plan models that, and attention data parallelism"
+        )
+    elif tp > arch.kv_heads:
+        work.note(
+            f"tp={tp} exceeds the {arch.kv_heads} KV heads: real servers replicate KV heads, "
+            f"so the cache per GPU is larger than assumed"
+        )
 
 
 # Bytes per value of the formats a checkpoint may keep its experts or its recurrent state in.

@@ -129,7 +129,7 @@ def knee(setup: Setup) -> Sheet:
     work.compute(work.library.get("kv_bytes_per_sequence"))
     work.compute(work.library.get("weight_flops_per_token"))
 
-    tp = parallelism(work, setup, gpu)
+    parallelism(work, setup, gpu)
 
     work.heading("Step time against batch")
     memory_time, compute_time = work.library.get("memory_time").expr, work.library.get("compute_time").expr
@@ -191,11 +191,6 @@ def knee(setup: Setup) -> Sheet:
         "roofline floor: peak bandwidth and FLOP/s at 100% efficiency, ideal tensor parallelism, "
         "no communication or kernel overheads"
     )
-    if tp > model.config.kv_heads and not model.config.is_mla:
-        work.note(
-            f"tp={tp} exceeds the {model.config.kv_heads} KV heads: real servers replicate KV heads, "
-            f"so the cache per GPU is larger than assumed"
-        )
     model_notes(work, setup)
     return work.sheet
 
