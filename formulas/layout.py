@@ -123,6 +123,35 @@ def _shared(dense: sympy.Expr, routed: sympy.Expr) -> sympy.Expr:
     return _per(dense, n, pp) + _per(routed, n, dp, pp)
 
 
+def _calibrated_slot(
+    tokens: sympy.Expr,
+    activations: Sym,
+    fixed: Sym,
+    link: tuple[Sym, Sym],
+    narrow: Sym,
+    routed: Sym,
+    shares: tuple[Sym, Sym, Sym, Sym, Sym],
+) -> sympy.Expr:
+    """One stage-slot at the fitted efficiencies, decode or prompt pass alike (the terms of formulas/calibrated.py).
+
+    `shares` are one accelerator's weights read, GEMM FLOPs, the GEMMs' efficiency, cache bytes and attention FLOPs.
+    """
+    weights, flops, gemm, cache, attention = shares
+    stage = L.symbol / pp.symbol
+    allreduces = (cal.m_ar.symbol * L.symbol - L_a.symbol) / pp.symbol
+    sent = exchange(ep.symbol, k_e.symbol * activations.symbol / n.symbol)
+    experts = sympy.Max(_per(routed.symbol, n, dp, pp) / BW.symbol, _per(tokens * cal.F_x.symbol, n, dp, pp) / P.symbol)
+    return (
+        stage * fixed.symbol
+        + allreduces * over_link(ring_allreduce(n.symbol, activations.symbol), n.symbol, *link, BW_tp)
+        + 2 * L_a.symbol / pp.symbol * over_link(sent, ep.symbol, alpha_a2a, eta_a2a, BW_ep)
+        + narrow.symbol / w_L.symbol * experts
+        + sympy.Max(weights.symbol / (cal.eta_w.symbol * BW.symbol), flops.symbol / (gemm.symbol * P.symbol))
+        + sympy.Max(cache.symbol / (cal.eta_kv.symbol * BW.symbol), attention.symbol / (cal.eta_a.symbol * P.symbol))
+        + 2 * stage * cal.m_ew.symbol * activations.symbol / BW.symbol
+    )
+
+
 layout_accelerators = formula(N_L, n.symbol * pp.symbol * dp.symbol, f"{_LAYOUT}: n·p·d accelerators in all.")
 layout_sequences = formula(B_L, pp.symbol * B.symbol, "Each of the p stages works on its own micro-batch of B.")
 weight_bytes_per_accelerator = formula(
@@ -205,22 +234,15 @@ layout_tpot_floor = formula(
 )
 layout_slot_time = formula(
     t_sc,
-    L.symbol / pp.symbol * cal.t_L.symbol
-    + (cal.m_ar.symbol * L.symbol - L_a.symbol)
-    / pp.symbol
-    * over_link(ring_allreduce(n.symbol, X_r.symbol), n.symbol, cal.alpha_ar, cal.eta_link, BW_tp)
-    + 2
-    * L_a.symbol
-    / pp.symbol
-    * over_link(exchange(ep.symbol, k_e.symbol * X_r.symbol / n.symbol), ep.symbol, alpha_a2a, eta_a2a, BW_ep)
-    + cal.w_0.symbol
-    / w_L.symbol
-    * sympy.Max(
-        _per(cal.W_x.symbol, n, dp, pp) / BW.symbol, _per(B.symbol * tau.symbol * cal.F_x.symbol, n, dp, pp) / P.symbol
-    )
-    + sympy.Max(W_rg.symbol / (cal.eta_w.symbol * BW.symbol), F_g.symbol / (cal.eta_g.symbol * P.symbol))
-    + sympy.Max(K_g.symbol / (cal.eta_kv.symbol * BW.symbol), A_g.symbol / (cal.eta_a.symbol * P.symbol))
-    + 2 * L.symbol / pp.symbol * cal.m_ew.symbol * X_r.symbol / BW.symbol,
+    _calibrated_slot(
+        tokens=B.symbol * tau.symbol,
+        activations=X_r,
+        fixed=cal.t_L,
+        link=(cal.alpha_ar, cal.eta_link),
+        narrow=cal.w_0,
+        routed=cal.W_x,
+        shares=(W_rg, F_g, cal.eta_g, K_g, A_g),
+    ),
     "The calibrated step (formulas/calibrated.py) over one accelerator's share of one slot: the stage's fixed "
     "layer time, its all-reduces and all-to-alls (latency and wire at the fitted link share), narrow experts, "
     "streaming against computing, the cache against attention, and the rank's unsplit elementwise passes.",
@@ -261,23 +283,15 @@ layout_ttft_floor = formula(
 )
 layout_prefill_slot_time = formula(
     t_pc,
-    L.symbol / pp.symbol * cal.t_Lp.symbol
-    + (cal.m_ar.symbol * L.symbol - L_a.symbol)
-    / pp.symbol
-    * over_link(ring_allreduce(n.symbol, X_p.symbol), n.symbol, cal.alpha_p, cal.eta_linkp, BW_tp)
-    + 2
-    * L_a.symbol
-    / pp.symbol
-    * over_link(exchange(ep.symbol, k_e.symbol * X_p.symbol / n.symbol), ep.symbol, alpha_a2a, eta_a2a, BW_ep)
-    + cal.w_0p.symbol
-    / w_L.symbol
-    * sympy.Max(
-        _per(cal.W_xp.symbol, n, dp, pp) / BW.symbol,
-        _per(B.symbol * S_p.symbol * cal.F_x.symbol, n, dp, pp) / P.symbol,
-    )
-    + sympy.Max(W_pg.symbol / (cal.eta_w.symbol * BW.symbol), F_pg.symbol / (cal.eta_p.symbol * P.symbol))
-    + sympy.Max(K_pg.symbol / (cal.eta_kv.symbol * BW.symbol), A_pg.symbol / (cal.eta_a.symbol * P.symbol))
-    + 2 * L.symbol / pp.symbol * cal.m_ew.symbol * X_p.symbol / BW.symbol,
+    _calibrated_slot(
+        tokens=B.symbol * S_p.symbol,
+        activations=X_p,
+        fixed=cal.t_Lp,
+        link=(cal.alpha_p, cal.eta_linkp),
+        narrow=cal.w_0p,
+        routed=cal.W_xp,
+        shares=(W_pg, F_pg, cal.eta_p, K_pg, A_pg),
+    ),
     "The calibrated prompt pass (formulas/calibrated.py) over one stage's share, as the decode slot.",
 )
 layout_ttft = formula(

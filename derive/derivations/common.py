@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import sympy
 
@@ -248,6 +248,20 @@ def decode_inputs(work: Work, setup: Setup) -> None:
         work.compute(count_formula)
     for name in ("weight_bytes", "kv_bytes_per_token", "kv_bytes_per_sequence", "weight_flops_per_token"):
         work.compute(work.library.get(name))
+
+
+def decode_inputs_at_mean_context(work: Work, setup: Setup, prompt: int, output: int) -> None:
+    """decode_inputs at the context a decode step sees on average: the prompt plus half the output."""
+    from derive.sheet import Given
+
+    mean_context = sympy.Integer(prompt) + sympy.Rational(output, 2)
+    decode_inputs(work, replace(setup, context=mean_context))  # type: ignore[arg-type]
+    work.sheet.steps = [
+        Given(s.sym, s.value, "the mean context: prompt plus half the output")
+        if isinstance(s, Given) and s.sym == sym.S
+        else s
+        for s in work.sheet.steps
+    ]
 
 
 def weight_reads(work: Work, setup: Setup, prefill: bool = False) -> sympy.Expr:

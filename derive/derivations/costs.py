@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import sympy
 
 from derive.catalog import Gpu
@@ -12,6 +10,7 @@ from derive.derivations.common import (
     Setup,
     accelerator,
     decode_inputs,
+    decode_inputs_at_mean_context,
     model_notes,
     parallelism,
     start,
@@ -19,7 +18,7 @@ from derive.derivations.common import (
 )
 from derive.errors import DeriveError
 from derive.evaluation import depends_on, evaluate
-from derive.sheet import Given, Sheet, Work
+from derive.sheet import Sheet, Work
 from derive.symbols import Sym
 from derive.units import format_quantity
 from formulas import flops as fl
@@ -220,6 +219,18 @@ def crossover_prefill(setup: Setup) -> Sheet:
     return work.sheet
 
 
+def calibrated_at(setup: Setup, batch: int, tp: int | None = None) -> Sheet | None:
+    """`predict` for `batch` sequences decoding at setup.context (the answers' realistic figure beside a floor),
+    or None where it cannot run (the batch does not fit, no fit for the accelerator's link)."""
+    from dataclasses import replace
+
+    at = replace(setup, batch=int(batch), prompt=setup.context - 1, output=2, tp=setup.tp if tp is None else tp)
+    try:
+        return predict(at)  # decode steps see prompt + output/2: exactly the context
+    except DeriveError:
+        return None
+
+
 def predict(setup: Setup) -> Sheet:
     """TTFT and TPOT: the roofline floor, and (unless setup.floor) the calibrated estimate beside it."""
     model = setup.model
@@ -227,14 +238,7 @@ def predict(setup: Setup) -> Sheet:
         "predict", f"TTFT and TPOT of {model.title}: {setup.prompt:,} prompt, {setup.output:,} output tokens", setup
     )
     # Decode steps see the prompt plus, on average, half the output.
-    mean_context = sympy.Integer(setup.prompt) + sympy.Rational(setup.output, 2)
-    decode_inputs(work, replace(setup, context=mean_context))  # type: ignore[arg-type]
-    work.sheet.steps = [
-        Given(s.sym, s.value, "the mean context: prompt plus half the output")
-        if isinstance(s, Given) and s.sym == sym.S
-        else s
-        for s in work.sheet.steps
-    ]
+    decode_inputs_at_mean_context(work, setup, setup.prompt, setup.output)
     gpu = accelerator(work, setup)
     parallelism(work, setup, gpu)
     _check_fits(work, setup, gpu)

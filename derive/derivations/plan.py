@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import sympy
 
 from derive.calibration import alltoall, alltoall_values
 from derive.derivations.calibrated import calibration_inputs, calibration_notes
-from derive.derivations.common import Setup, accelerator, decode_inputs, model_notes, start, weight_reads
+from derive.derivations.common import (
+    Setup,
+    accelerator,
+    decode_inputs_at_mean_context,
+    model_notes,
+    start,
+    weight_reads,
+)
 from derive.evaluation import depends_on, evaluate
 from derive.layouts import Layout, kv_shards, shape
 from derive.planning import Targets
-from derive.sheet import Given, Sheet, Work
+from derive.sheet import Sheet, Work
 from derive.symbols import Sym
 from derive.systems import Price, System
 from derive.units import format_quantity
@@ -54,14 +59,7 @@ def layout_sheet(
     """Worked: one accelerator's share of the layout at micro-batch setup.batch, its step and what it costs."""
     model = setup.model
     work = start("plan", f"{model.title} on {layout.accelerators} x {system.gpu}, {layout}", setup)
-    mean_context = sympy.Integer(targets.prompt) + sympy.Rational(targets.output, 2)
-    decode_inputs(work, replace(setup, context=mean_context))  # type: ignore[arg-type]
-    work.sheet.steps = [
-        Given(s.sym, s.value, "the mean context: prompt plus half the output")
-        if isinstance(s, Given) and s.sym == sym.S
-        else s
-        for s in work.sheet.steps
-    ]
+    decode_inputs_at_mean_context(work, setup, targets.prompt, targets.output)
     gpu = accelerator(work, setup)
     work.heading(f"The layout ({system.title})")
     s = shape(model)

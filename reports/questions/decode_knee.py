@@ -94,17 +94,9 @@ QUESTION = Question(
 
 
 def _calibrated_throughput(setup, sheet):  # type: ignore[no-untyped-def]
-    """Decode tokens/s at the memory-capped batch at the calibrated step (derive predict), or None if it cannot run."""
-    from dataclasses import replace
-
-    from derive.derivations.costs import predict
-    from derive.errors import DeriveError
+    """Decode tokens/s at the memory-capped batch at the calibrated step, or None where it cannot run."""
+    from derive.derivations.costs import calibrated_at
 
     batch = sheet.results["max_batch_by_memory"].value
-    if batch is None or batch < 1:
-        return None
-    at = replace(setup, batch=int(batch), prompt=setup.context - 1, output=2, tp=int(sheet.inputs["tp"]))
-    try:
-        return predict(at).results["throughput"].number
-    except DeriveError:
-        return None
+    step = None if batch is None or batch < 1 else calibrated_at(setup, int(batch), int(sheet.inputs["tp"]))
+    return None if step is None else step.results["throughput"].number

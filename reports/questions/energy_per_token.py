@@ -116,14 +116,10 @@ QUESTION = Question(
 
 
 def _calibrated(setup, batch, values):  # type: ignore[no-untyped-def]
-    """Joules per token at the calibrated decode step (derive predict) for `batch`, or None where it cannot run."""
-    from dataclasses import replace
+    """Joules per token at the calibrated decode step for `batch`, or None where it cannot run."""
+    from derive.derivations.costs import calibrated_at
 
-    from derive.derivations.costs import predict
-    from derive.errors import DeriveError
-
-    try:
-        step = predict(replace(setup, batch=int(batch), prompt=setup.context - 1, output=2, tp=int(values[sym.n])))
-    except DeriveError:
+    step = calibrated_at(setup, int(batch), int(values[sym.n]))
+    if step is None:
         return None
     return values[ef.P_acc] * values[sym.n] * step.results["tpot"].number / (int(batch) * values[sym.tau])

@@ -18,17 +18,11 @@ def _sheet(inputs: Inputs, **overrides):  # type: ignore[no-untyped-def]
 
 
 def _realistic(setup):  # type: ignore[no-untyped-def]
-    """Tokens/s for one user at the calibrated estimate (derive predict at batch 1), or None where it does not fit."""
-    from dataclasses import replace
+    """Tokens/s for one user at the calibrated estimate, or None where it does not fit."""
+    from derive.derivations.costs import calibrated_at
 
-    from derive.derivations.costs import predict
-    from derive.errors import DeriveError
-
-    try:
-        tpot = predict(replace(setup, batch=1, prompt=setup.context, output=1)).results["tpot"].number
-    except DeriveError:
-        return None
-    return 1 / tpot
+    step = calibrated_at(setup, 1)
+    return None if step is None else 1 / step.results["tpot"].number
 
 
 _SMALLEST_SERVED_BITS = 4  # int4 and fp4 weights (AWQ, GPTQ, NVFP4): the narrowest formats served at scale
