@@ -2,7 +2,8 @@
 
 A question module in reports/questions/ declares a Question (id, text, source,
 default inputs, which inputs a user may change) and a builder that returns an
-Answer: a short answer, sections of worked steps, figures, takeaways and caveats.
+Answer: a short answer, sections of worked steps, figures, takeaways, the common
+wrong answers (each with the number it gives), the follow-up, and caveats.
 Every number in it is computed; the prose only names where each one goes.
 """
 
@@ -38,6 +39,14 @@ class Question:
     build: Callable[[Inputs], Answer] = field(compare=False, repr=False)
 
 
+@dataclass(frozen=True)
+class FollowUp:
+    """The question an interviewer asks next, and its answer computed like the rest."""
+
+    question: str
+    answer: Prose
+
+
 @dataclass
 class Answer:
     question: Question
@@ -48,6 +57,9 @@ class Answer:
     takeaways: list[Prose] = field(default_factory=list)
     caveats: list[Prose] = field(default_factory=list)
     results: dict[str, Result] = field(default_factory=dict)
+    # What a candidate commonly says instead, each with the number it gives and why it is wrong.
+    wrong_answers: list[Prose] = field(default_factory=list)
+    follow_up: FollowUp | None = None
 
     def headline(self, name: str, value: sympy.Expr | str | None, unit: str = "") -> Quantity:
         """Record a headline result (for --format json) and return it for prose."""

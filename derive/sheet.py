@@ -159,6 +159,15 @@ class Quantity:
     value: sympy.Expr | str | None
     unit: str = ""
 
+    @property
+    def number(self) -> sympy.Expr:
+        """The value where prose does arithmetic on it (a wrong answer's figure from the right one)."""
+        if isinstance(self.value, (int, float)) and not isinstance(self.value, bool):
+            return sympy.sympify(self.value)
+        if not isinstance(self.value, sympy.Expr):
+            raise TypeError(f"{self.value!r} is not a number")
+        return self.value
+
 
 @dataclass(frozen=True)
 class Prose:

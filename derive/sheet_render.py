@@ -183,7 +183,17 @@ def render_sheet(sheet: Sheet, fmt: str) -> str:
 
 
 def render_book(answers: list[Any], figures_dir: str = "figures") -> str:
-    return environment("tex").get_template("book.tex.j2").render(answers=answers, figures=figures_dir)
+    """The book: a page an answer, then the models' shared quantities derived once, then each derivation citing
+    them (derive/model_facts.py)."""
+    from derive.catalog import load_model
+    from derive.model_facts import Facts
+
+    facts = Facts([section.sheet for a in answers for section in a.sections], lambda name: load_model(name).title)
+    return (
+        environment("tex")
+        .get_template("book.tex.j2")
+        .render(answers=answers, figures=figures_dir, models=list(facts.groups.values()), cite=facts.cited)
+    )
 
 
 __all__ = [

@@ -334,3 +334,37 @@ calibrated_throughput = formula(R_cal, B.symbol * tau.symbol / t_cal.symbol, "Ev
 calibrated_e2e_latency = formula(
     e2e_cal, t_calp.symbol + S_o.symbol * t_cal.symbol / tau.symbol, "The prompt pass, then S_o/tau decode steps."
 )
+
+# Where the calibrated roofline bends: the ridge at the efficiencies real kernels reach, not at the peaks.
+I_ridge_g = define(
+    "calibrated_gemm_ridge",
+    "I_ridgeg",
+    "FLOP/byte",
+    r"I_{ridge,g}",
+    "intensity past which a decode GEMM's calibrated FLOP time exceeds its weight-read time",
+)
+I_ridge_a = define(
+    "calibrated_attention_ridge",
+    "I_ridgea",
+    "FLOP/byte",
+    r"I_{ridge,a}",
+    "intensity past which decode attention's calibrated FLOP time exceeds its cache-read time",
+)
+calibrated_gemm_ridge = formula(
+    I_ridge_g,
+    eta_g.symbol * P.symbol / (eta_w.symbol * BW.symbol),
+    "weight_read_time and decode_gemm_time balance here: the ridge at the fitted efficiencies.",
+)
+calibrated_attention_ridge = formula(
+    I_ridge_a,
+    eta_a.symbol * P.symbol / (eta_kv.symbol * BW.symbol),
+    "kv_read_time and decode_attention_compute_time balance here: attention kernels reach a smaller share of peak "
+    "FLOP/s than GEMMs, so their ridge sits lower.",
+)
+B_ridge_g = define(
+    "calibrated_ridge_batch",
+    "B_ridgeg",
+    "sequence",
+    r"B_{ridge,g}",
+    "batch at which the decode weight GEMMs reach the calibrated GEMM ridge",
+)

@@ -39,3 +39,19 @@ attention_intensity = formula(
 )
 
 ridge_intensity = formula(I_ridge, P.symbol / BW.symbol, "Roofline ridge point (Williams et al. 2009).")
+
+T_ridge = define(
+    "ridge_tokens",
+    "T_ridge",
+    "token",
+    r"T_{ridge}",
+    "tokens one read of the weights must serve for their GEMMs to reach the ridge: the short form of every "
+    "compute crossover",
+)
+ridge_tokens = formula(
+    T_ridge,
+    I_ridge.symbol * b_w.symbol / c_mac.symbol,
+    "A weight read once serves T tokens at c_MAC FLOPs each, so its GEMM's intensity is c_MAC·T/b_w; it meets the "
+    "ridge at T = I_ridge·b_w/c_MAC. The decode knee, the prefill crossover and the FFN crossover are this, "
+    "plus what attention, the cache and activations add.",
+)

@@ -127,7 +127,9 @@ def test_the_seeds_measured_figures_are_set_beside_ours(question, stated):
     assert all(figure in said for figure in stated), said
 
 
-@pytest.mark.parametrize("question", ["decode-knee", "vendor-claim", "energy-per-token"])
+@pytest.mark.parametrize(
+    "question", ["decode-knee", "vendor-claim", "energy-per-token", "kv-weight-crossover", "h100-to-b200"]
+)
 def test_a_realistic_figure_stands_beside_the_floor(question):
     """Issue 15: every floor with the calibrated estimate beside it, and the estimate on the slow side of it."""
     r = answers.answer(question).results
@@ -135,6 +137,8 @@ def test_a_realistic_figure_stands_beside_the_floor(question):
         "decode-knee": ("throughput_at_max_batch", "calibrated_throughput_at_max_batch", "faster"),
         "vendor-claim": ("floor_at_alt_dtype", "calibrated_tokens_per_s_per_user", "faster"),
         "energy-per-token": ("joules_per_token_batch1", "calibrated_joules_per_token_one", "cheaper"),
+        "kv-weight-crossover": ("step_floor_at_crossover", "calibrated_step_at_crossover", "cheaper"),
+        "h100-to-b200": ("batch1_step_time_new", "calibrated_batch1_step_time_new", "cheaper"),
     }
     floor, estimate, better = pairs[question]
     f, e = float(r[floor].value), float(r[estimate].value)
@@ -154,3 +158,25 @@ def test_sheets_on_many_accelerators_say_when_the_cache_does_not_split(run, comm
     result = run(*command)
     assert result.exit_code == 0, result.stderr
     assert says in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        (["intensity", "--model", "llama3-70b", "--gpu", "h100", "--batch", "64"], "this batch is not servable there"),
+        (["intensity", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--batch", "64"], "routed experts a layer"),
+        (["knee", "--model", "qwen3-30b-a3b", "--gpu", "h100"], "routed experts a layer"),
+        (["energy", "--model", "mixtral-8x7b", "--gpu", "h100"], "a step's 1 token touches about 2 of 8"),
+    ],
+)
+def test_every_sheet_checks_the_batch_against_memory_and_the_experts_it_touches(run, command, says):
+    """Issue 15's other shared checks (derive/derivations/common.sanity_notes): said where a sheet's values fall
+    outside them, once."""
+    result = run(*command)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.count(says) == 1
+
+
+def test_a_batch_that_fits_is_not_called_unservable(run):
+    result = run("intensity", "--model", "llama3-8b", "--gpu", "h100", "--batch", "8")
+    assert result.exit_code == 0 and "not servable" not in result.stdout

@@ -40,7 +40,12 @@ def _claims(answer, text):  # type: ignore[no-untyped-def]
         wrong.append("a plural after 1")
     model = answer.inputs.get("model")
     config = answer.inputs.setup().model.config if model else None
-    everything = " ".join([text] + [prose(c, "md") for c in answer.caveats + answer.takeaways])
+    interview = answer.wrong_answers + ([answer.follow_up.answer] if answer.follow_up else [])
+    everything = " ".join([text] + [prose(c, "md") for c in answer.caveats + answer.takeaways + interview])
+    if re.search(r"(?<![\d.,])1 (accelerators|sequences|tokens|GPUs)\b", " ".join(prose(p, "md") for p in interview)):
+        wrong.append("a plural after 1 in a wrong answer or the follow-up")
+    if re.search(r"\bnan\b|zoo|\binf\b|-\d", " ".join(prose(p, "md") for p in interview)):
+        wrong.append("a wrong answer or the follow-up prints a number that is not one, or a negative")
     claims_mla = re.search(r"MLA latent here|its MLA|this MLA|MLA cache cannot", everything)
     if config is not None and claims_mla and not config.is_mla and "mla_model" not in answer.inputs:
         wrong.append("names an MLA latent the model does not have")

@@ -152,6 +152,7 @@ def test_result_names():
         "t_compute",
         "t_hbm",
         "t_network",
+        "ridge_tokens",  # the short form beside the compute-HBM crossover
     }
 
 

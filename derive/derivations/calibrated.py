@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sympy
+
 from derive.calibration import ACTIVATION_BYTES, ALLREDUCES_PER_LAYER, FITTED, Calibration, calibration
 from derive.catalog import Gpu
 from derive.derivations.common import Setup
@@ -33,6 +35,19 @@ def calibration_inputs(work: Work, setup: Setup, gpu: Gpu) -> Calibration:
     work.given(sh.BW_link, gpu.link or gpu.bandwidth, gpu.link_note or "datasheet, one way", inline=True)
     work.compute(sh.ffn_io_values_per_token)
     return fit
+
+
+def calibrated_ridges(work: Work, setup: Setup, gpu: Gpu) -> tuple[sympy.Expr, sympy.Expr]:
+    """The GEMM and attention ridges at the fitted efficiencies (the realistic figure beside the peak ridge)."""
+    fit = calibration(gpu, setup.dtype)
+    work.heading("The ridge at the efficiencies kernels reach")
+    label = f"fitted on {fit.fitted_on}, {fit.fitted_precision}" + (
+        f" (no fit for {gpu.name} in {fit.precision})" if fit.borrowed else ""
+    )
+    for quantity in (cal.eta_w, cal.eta_g, cal.eta_kv, cal.eta_a):
+        work.given(quantity, fit.values[quantity], label)
+    gemm = work.compute(work.library.get("calibrated_gemm_ridge"), "calibrated_gemm_ridge")
+    return gemm, work.compute(work.library.get("calibrated_attention_ridge"), "calibrated_attention_ridge")
 
 
 def calibration_notes(work: Work, fit: Calibration) -> None:

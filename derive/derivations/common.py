@@ -13,6 +13,7 @@ from derive.evaluation import evaluate
 from derive.library import Formula, Library
 from derive.sheet import Sheet, Work
 from derive.symbols import Sym
+from derive.units import format_quantity
 from formulas import library
 from formulas import notation as sym
 
@@ -123,11 +124,60 @@ def model_notes(work: Work, setup: Setup) -> None:
             f"the routed experts are sized as the checkpoint ships them ({arch.expert_format}); "
             f"the rest in {setup.dtype}"
         )
+    sanity_notes(work, setup)
+
+
+def sanity_notes(work: Work, setup: Setup) -> None:
+    """The checks every sheet shares, each said only where the sheet's own values fall outside it: the experts a
+    batch touches, the memory that holds the batch, a cache tensor parallelism cannot split as assumed (the
+    context past the config's positions is said in model_notes)."""
+    expert_coverage_note(work, setup)
+    batch_memory_note(work)
     parallelism_notes(work, setup)
 
 
+def expert_coverage_note(work: Work, setup: Setup) -> None:
+    """For a MoE model at a batch: how many routed experts a step touches, and what that makes it read."""
+    from formulas import moe, reads
+
+    cfg, values = setup.model.config, work.values
+    if not cfg.is_moe or moe.E_t not in values or moe.T_r not in values:
+        return
+    if "experts_touched" in work.sheet.results:  # the sheet derives the coverage itself and says it there
+        return
+    touched = values[moe.E_t]
+    read = (
+        f", so it reads {format_quantity(values[reads.W_read], 'byte')} of the "
+        f"{format_quantity(values[sym.W], 'byte')} stored"
+        if reads.W_read in values and sym.W in values
+        else ""
+    )
+    work.note(
+        f"{setup.model.name} is a mixture of experts: a step's {format_quantity(values[moe.T_r], '')} "
+        f"token{'s' if values[moe.T_r] != 1 else ''} touch{'es' if values[moe.T_r] == 1 else ''} "
+        f"about {format_quantity(touched, '')} of {cfg.experts} routed experts a layer "
+        f"({float(touched / cfg.experts):.0%}){read} (derive experts)"
+    )
+
+
+def batch_memory_note(work: Work) -> None:
+    """Where a sheet works at a batch its accelerators' memory cannot hold, say so: its figures are not servable."""
+    values = work.values
+    if not all(s in values for s in (sym.B, sym.W, sym.kv_seq, sym.M)):
+        return
+    n = values.get(sym.n, 1)
+    needed = values[sym.W] + values[sym.B] * values[sym.kv_seq]
+    if needed > n * values[sym.M]:
+        work.note(
+            f"{format_quantity(values[sym.B], 'sequence')} at this context need "
+            f"{format_quantity(needed, 'byte')} for weights and cache, more than the "
+            f"{format_quantity(n * values[sym.M], 'byte')} of {n} accelerator{'s' if n != 1 else ''}: "
+            "this batch is not servable there"
+        )
+
+
 def parallelism_notes(work: Work, setup: Setup) -> None:
-    """Sanity checks every sheet on n accelerators shares: a cache tensor parallelism cannot split as assumed."""
+    """A cache tensor parallelism cannot split as assumed: an MLA latent, or KV heads fewer than the ranks."""
     arch, tp = setup.model.config, work.values.get(sym.n)
     if tp is None or tp <= 1:
         return
@@ -213,8 +263,6 @@ def default_tp(setup: Setup, weights: sympy.Expr, one_sequence: sympy.Expr, memo
     heads, tp = setup.model.config.heads, 1
     while tp * memory < weights + one_sequence:
         if heads % (2 * tp):
-            from derive.units import format_quantity
-
             raise FitError(
                 f"{setup.model.name} needs {format_quantity(weights + one_sequence, 'byte')} for its weights and one "
                 f"sequence at {setup.context:,} tokens, more than {tp} x {setup.gpu.name if setup.gpu else 'GPU'} "
@@ -324,8 +372,6 @@ def smallest_tp(setup: Setup, gpu: Gpu | None = None, context: sympy.Expr | None
 
 def fits_beside_weights(work: Work, setup: Setup, gpu: Gpu, result: str | None = None) -> sympy.Expr:
     """B_max from its formula, or a FitError (with the TP that would do) when not one sequence fits."""
-    from derive.units import format_quantity
-
     max_batch = work.compute(work.library.get("max_batch_by_memory"), result)
     if max_batch >= 1:
         return max_batch
@@ -339,4 +385,21 @@ def fits_beside_weights(work: Work, setup: Setup, gpu: Gpu, result: str | None =
         f"{format_quantity(one_sequence, 'byte')} per sequence at {setup.context:,} tokens, "
         f"more than the {format_quantity(tp * gpu.memory, 'byte')} of {tp} x {gpu.name}",
         more + "or a shorter --context",
+    )
+
+
+def short_form(work: Work, exact: sympy.Expr | None, what: str) -> None:  # exact: in tokens
+    """Beside an exact compute crossover, its short form: the ridge times bytes per weight over c_MAC, and how far
+    apart the two are (what attention, the cache and activations add). Nothing where there is no crossover."""
+    from formulas import intensity as it
+
+    if exact is None or sym.P not in work.values or sym.BW not in work.values:
+        return
+    if it.I_ridge not in work.values:
+        work.compute(work.library.get("ridge_intensity"))
+    tokens = work.compute(work.library.get("ridge_tokens"), "ridge_tokens")
+    work.note(
+        f"short form: {what} ≈ I_ridge·b_w/c_MAC = {format_quantity(tokens, 'token')}; the exact closed form gives "
+        f"{format_quantity(exact, 'token')}, {float(abs(exact - tokens) / exact):.1%} apart (what attention, the cache "
+        "and the activations add)"
     )

@@ -13,6 +13,7 @@ from derive.derivations.common import (
     decode_inputs_at_mean_context,
     model_notes,
     parallelism,
+    short_form,
     start,
     weight_reads,
 )
@@ -128,6 +129,7 @@ def intensity(setup: Setup) -> Sheet:
         "fusion removes activation round trips (norms, softmax, elementwise ops) but cannot raise a "
         "GEMM's or attention's intensity: only the batch (GEMMs) or the architecture (GQA, MLA) can"
     )
+    model_notes(work, setup)
     return work.sheet
 
 
@@ -159,6 +161,7 @@ def crossover_kv_weights(setup: Setup) -> Sheet:
             f"{setup.gpu.name} holds {format_quantity(setup.gpu.memory, 'byte')}: the cache alone at the "
             f"crossover fills {float(kv_bytes / setup.gpu.memory):.2f} of one accelerator"
         )
+    model_notes(work, setup)
     return work.sheet
 
 
@@ -196,6 +199,7 @@ def _no_crossover(work: Work, setup: Setup, crossing) -> Sheet:  # type: ignore[
         )
     else:
         work.note("the cache grows too slowly with context to reach the weights at any context")
+    model_notes(work, setup)
     return work.sheet
 
 
@@ -212,10 +216,7 @@ def crossover_prefill(setup: Setup) -> Sheet:
         lambda root: evaluate(root, work.values, work.library)
     )
     work.solved(crossing, pf.S_pref, tokens, "longer prompts are compute-bound", result="compute_bound_prompt_tokens")
-    work.note(
-        "to first order the crossover is the ridge point times bytes per weight over 2: "
-        "a prompt token does 2 FLOPs per weight read once for all of them"
-    )
+    short_form(work, tokens, "the prompt length")
     return work.sheet
 
 

@@ -18,7 +18,6 @@ from derive.derivations.common import (
     start,
     weight_reads,
 )
-from derive.derivations.moe import expert_reads_note
 from derive.errors import DeriveError, FitError
 from derive.evaluation import evaluate
 from derive.sheet import Note, Sheet, Work
@@ -125,6 +124,5 @@ def energy(setup: Setup) -> Sheet:
         "step time is the roofline floor (peak bandwidth and FLOP/s, ideal tensor parallelism): a real step "
         "is slower, and its energy per token higher in proportion"
     )
-    expert_reads_note(work, setup)
     model_notes(work, setup)
     return work.sheet

@@ -5,9 +5,9 @@ from __future__ import annotations
 from derive.derivations.common import Setup, model_notes, start, weight_format
 from derive.errors import DeriveError
 from derive.evaluation import evaluate
-from derive.sheet import Sheet, Work
+from derive.sheet import Sheet
 from derive.units import format_quantity
-from formulas import moe, reads
+from formulas import moe
 from formulas import notation as sym
 
 
@@ -69,16 +69,3 @@ def experts(setup: Setup) -> Sheet:
         work.note(f"published active {model.published_active:,} parameters: {verdict} ({model.published_source})")
     model_notes(work, setup)
     return work.sheet
-
-
-def expert_reads_note(work: Work, setup: Setup) -> None:
-    """For a MoE model, say how much of the stored weights the roofline's step reads, and why."""
-    if not setup.model.config.is_moe or reads.W_read not in work.values:
-        return
-    cfg = setup.model.config
-    work.note(
-        f"{setup.model.name} is a mixture of experts: a step's {format_quantity(work.values[moe.T_r], '')} tokens "
-        f"touch about {format_quantity(work.values[moe.E_t], '')} of {cfg.experts} routed experts a layer, so it "
-        f"reads {format_quantity(work.values[reads.W_read], 'byte')} of the "
-        f"{format_quantity(work.values[sym.W], 'byte')} stored (derive experts)"
-    )

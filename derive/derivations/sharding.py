@@ -7,7 +7,7 @@ from dataclasses import replace
 import sympy
 
 from derive.catalog import Gpu, dtype_bytes
-from derive.derivations.common import Setup, parallelism, start
+from derive.derivations.common import Setup, parallelism, short_form, start
 from derive.errors import CatalogError, DeriveError
 from derive.evaluation import evaluate
 from derive.sheet import Sheet
@@ -83,6 +83,7 @@ def shard(setup: Setup) -> Sheet:
         if at is not None
         else "never: each token adds more activation bytes than arithmetic",
     )
+    short_form(work, at, "the tokens through the layer")
 
     spread = ", ".join(f"{k} {format_quantity(v, 'second')}" for k, v in times.items())
     work.note(f"{binding} binds ({spread})")

@@ -17,6 +17,7 @@ from derive.derivations.common import (
     kv_values,
     model_notes,
     parallelism,
+    short_form,
     start,
     weight_format,
     weight_reads,
@@ -155,6 +156,8 @@ def knee(setup: Setup) -> Sheet:
         how if knee_value is not None else "no knee: each extra sequence adds more KV reading than arithmetic",
         result="knee_batch",
     )
+    if not setup.model.config.is_moe:  # a MoE step's expert reads grow with the batch: no ridge short form
+        short_form(work, None if knee_value is None else knee_value * work.values[sym.tau], "the knee's tokens B·τ")
     if limit_value is None:
         limit_note = "attention alone is compute-bound here (a/k above the ridge P/BW): a knee exists at any context"
     else:

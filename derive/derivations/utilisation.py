@@ -6,7 +6,6 @@ import sympy
 
 from derive.derivations.common import Setup, model_notes, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
-from derive.derivations.moe import expert_reads_note
 from derive.errors import DeriveError
 from derive.sheet import Sheet
 from derive.units import format_quantity
@@ -76,6 +75,5 @@ def utilisation(
         if recompute_fraction == 0
         else "HFU counts the recomputed FLOPs (f_rc of the model FLOPs), MFU does not: checkpointing raises HFU only"
     )
-    expert_reads_note(work, setup)
     model_notes(work, setup)
     return work.sheet

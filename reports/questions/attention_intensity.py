@@ -1,13 +1,18 @@
 """Seed 004, question 4: decode attention intensity is fixed at the query-to-KV head ratio; what MLA does to it."""
 
+from dataclasses import replace
 from functools import partial
 
+import sympy
+
 from derive import figures
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, FollowUp, Inputs, Question
 from derive.derivations import costs
-from derive.derivations.common import model_library
+from derive.derivations.calibrated import calibrated_ridges
+from derive.derivations.common import Setup, model_library
 from derive.evaluation import over
 from derive.sheet import Figure, Prose, Quantity, Section, Work
+from formulas import calibrated as cal
 from formulas import intensity as it
 from formulas import notation as sym
 
@@ -47,6 +52,9 @@ def build(inputs: Inputs) -> Answer:
                     work.given(shape, value, "the first attention layer's (the layers differ)")
             work.compute(work.library.get("query_kv_group_ratio"), "query_kv_group_ratio")
         work.compute(work.library.get("attention_ridge_fraction"), "attention_ridge_fraction")
+        if sheet is gqa:
+            assert setup.gpu is not None  # the question always names one
+            calibrated_ridges(work, setup, setup.gpu)
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     g, m = gqa.results, mla.results
     q = {
@@ -67,7 +75,19 @@ def build(inputs: Inputs) -> Answer:
         "gpu": Quantity(gqa_setup.gpu.name),
         "k_gqa": Quantity(gqa.values[sym.k], "byte/token"),
         "k_mla": Quantity(mla.values[sym.k], "byte/token"),
+        "ridge_a": answer.headline("calibrated_attention_ridge", g["calibrated_attention_ridge"].value, "FLOP/byte"),
+        "eta_a": Quantity(gqa.values[cal.eta_a]),
+        "eta_kv": Quantity(gqa.values[cal.eta_kv]),
     }
+    mla_bound = _bound(q["i_mla"].number, q["ridge"].number)
+    mla_real = _bound(q["i_mla"].number, q["ridge_a"].number)
+    realistic = (
+        " At the efficiencies attention kernels reach (fitted: {eta_a} of peak FLOP/s, {eta_kv} of peak "
+        "bandwidth) attention's own ridge is {ridge_a}, so MLA attention is "
+        + mla_real
+        + " in practice"
+        + (" too." if mla_real == mla_bound else f", though {mla_bound} against the peaks.")
+    )
     answer.summary = Prose(
         "summary",
         "Per cached token, every query head does a score and a value sum, while the cache holds one key and one "
@@ -76,7 +96,7 @@ def build(inputs: Inputs) -> Answer:
         "For {gqa_model} ({heads} query heads over {kv_heads} KV heads) that is {i_gqa} at any batch, against "
         "a ridge of {ridge} on the {gpu}, while the weight GEMMs reach {i_w} at {batch}. MLA caches one latent "
         "that all {mla_heads} heads of {mla_model} read as both key and value, lifting attention to {i_mla}: "
-        "{x_mla} of the ridge.",
+        "{x_mla} of the ridge." + realistic,
         q,
     )
     answer.sections.append(
@@ -118,7 +138,7 @@ def build(inputs: Inputs) -> Answer:
                 Prose(
                     "text",
                     "One cached byte now feeds all {mla_heads} heads twice (score and value), so the "
-                    "intensity is {i_mla}, {x_mla} of the ridge: within a hair of compute-bound.",
+                    "intensity is {i_mla}, {x_mla} of the ridge: " + mla_bound + " against the peaks.",
                     q,
                 ),
             ),
@@ -128,8 +148,9 @@ def build(inputs: Inputs) -> Answer:
         Figure(
             "roofline",
             "Decode operations on the roofline: the weight GEMMs climb with the "
-            "batch, GQA attention stays at its group ratio, MLA attention sits just below the "
-            "ridge.",
+            "batch, GQA attention stays at its group ratio, MLA attention sits "
+            + ("below" if q["x_mla"].number < 1 else "past")
+            + " the ridge.",
             partial(_draw, gqa, mla, (gqa_setup, mla_setup)),
         )
     )
@@ -162,7 +183,74 @@ def build(inputs: Inputs) -> Answer:
             "decompress the latent into full keys and values run at a lower intensity.",
         ),
     ]
+    _wrong_answers(answer, mla_setup, mla.values[sym.b_kv], q)
+    _follow_up(answer, inputs, (gqa_setup, mla_setup), q)
     return answer
+
+
+def _bound(intensity: object, ridge: object) -> str:
+    return "compute-bound" if intensity >= ridge else "bandwidth-bound"  # type: ignore[operator]
+
+
+def _wrong_answers(answer: Answer, mla_setup: Setup, b_kv: sympy.Expr, q: dict[str, Quantity]) -> None:
+    """Attention's intensity as candidates commonly get it wrong, from the same sheets."""
+    if q["i_w"].number > q["i_gqa"].number:
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Expecting the batch to lift attention as it lifts the GEMMs ({i_w} at {batch}): each sequence "
+                "reads only its own cache, so attention stays at {i_gqa}.",
+                q,
+            )
+        )
+    q["macs"] = Quantity(q["i_gqa"].number / 2, "FLOP/byte")
+    answer.wrong_answers.append(
+        Prose(
+            "wrong",
+            "Counting one FLOP per multiply-accumulate: {macs}, half the intensity, and every roofline comparison "
+            "off by two. A multiply-accumulate is two FLOPs, as the peaks count them.",
+            q,
+        )
+    )
+    arch = mla_setup.model.config
+    q["mla_kv"] = Quantity(arch.kv_heads)
+    # The group-ratio formula, 2·(n_h/n_kv)/b_kv, fed the MLA config's head counts.
+    q["mla_as_gqa"] = Quantity(2 * sympy.Rational(arch.heads, arch.kv_heads) / b_kv, "FLOP/byte")
+    answer.wrong_answers.append(
+        Prose(
+            "wrong",
+            "Applying the group ratio to MLA from its config's head counts ({mla_heads} query heads over {mla_kv} "
+            "KV heads): {mla_as_gqa}. The latent is shared by every head, so the ratio that counts is all "
+            "{mla_heads} heads to one latent: {i_mla}.",
+            q,
+        )
+    )
+
+
+def _follow_up(answer: Answer, inputs: Inputs, setups: tuple[Setup, Setup], q: dict[str, Quantity]) -> None:
+    """An 8-bit cache halves the bytes under the same FLOPs: both intensities against the ridges again."""
+    if inputs.get("kv_dtype") == "fp8":
+        return
+    gqa, mla = (costs.intensity(replace(s, kv_dtype="fp8")).results["attention_intensity"].value for s in setups)
+    q["gqa_fp8"], q["mla_fp8"] = Quantity(gqa, "FLOP/byte"), Quantity(mla, "FLOP/byte")
+    answer.follow_up = FollowUp(
+        "And with the cache in fp8?",
+        Prose(
+            "follow-up",
+            "The same FLOPs over fewer bytes: GQA attention rises to {gqa_fp8}, "
+            + _bound(gqa, q["ridge"].number)
+            + ", and MLA to {mla_fp8}, "
+            + (
+                _bound(mla, q["ridge"].number) + " against the peaks and at the kernels' efficiencies."
+                if _bound(mla, q["ridge"].number) == _bound(mla, q["ridge_a"].number)
+                else _bound(mla, q["ridge"].number)
+                + " against the peaks and "
+                + _bound(mla, q["ridge_a"].number)
+                + " at the kernels' efficiencies."
+            ),
+            q,
+        ),
+    )
 
 
 QUESTION = Question(

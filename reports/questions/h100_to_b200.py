@@ -4,9 +4,11 @@ from dataclasses import replace
 from functools import partial
 
 import numpy as np
+import sympy
 
 from derive import figures
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.calibration import calibration
 from derive.derivations import costs, knee
 from derive.derivations.common import (
     Setup,
@@ -15,6 +17,7 @@ from derive.derivations.common import (
     model_library,
     start,
 )
+from derive.errors import DeriveError
 from derive.evaluation import over
 from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.units import format_quantity
@@ -75,6 +78,34 @@ def _draw(sheets, setups, stem):  # type: ignore[no-untyped-def]
     figures.save(fig, stem)
 
 
+def _calibrated(answer: Answer, setups: tuple[Setup, Setup], batches: tuple[int, int], q: dict[str, Quantity]) -> str:
+    """The calibrated estimate beside the floors: batch 1 and each accelerator's largest batch; the sentence."""
+    tp = setups[0].tp
+    ones = [costs.calibrated_at(s, 1, tp) for s in setups]
+    fulls = [costs.calibrated_at(s, b, tp) if b >= 1 else None for s, b in zip(setups, batches, strict=True)]
+    if any(sheet is None for sheet in ones):
+        return ""
+    old_one, new_one = (sheet.results["tpot"].number for sheet in ones)  # type: ignore[union-attr]
+    q["cal_old"] = answer.headline("calibrated_batch1_step_time_old", old_one, "second")
+    q["cal_new"] = answer.headline("calibrated_batch1_step_time_new", new_one, "second")
+    q["cal_ratio"] = answer.headline("calibrated_batch1_speedup", old_one / new_one, "")
+    side = "below" if old_one / new_one < q["bw"].number else "above"
+    fits = [calibration(s.gpu, s.dtype) for s in setups]  # type: ignore[arg-type]
+    stand_ins = [f"the {fit.fitted_on} fit stands in for the {fit.gpu}" for fit in fits if fit.borrowed]
+    borrowed = f" ({' and '.join(stand_ins)}: none was profiled)" if stand_ins else ""
+    text = (
+        " The calibrated estimate beside these floors, which adds the fixed time of a step, puts batch 1 at "
+        "{cal_old} and {cal_new}, {cal_ratio} times, " + side + " the bandwidth ratio because the fixed time does "
+        "not scale with bandwidth"
+    )
+    if all(sheet is not None for sheet in fulls):
+        old_full, new_full = (sheet.results["throughput"].number for sheet in fulls)  # type: ignore[union-attr]
+        q["cal_r_old"] = answer.headline("calibrated_throughput_at_max_batch_old", old_full, "token/second")
+        q["cal_r_new"] = answer.headline("calibrated_throughput_at_max_batch_new", new_full, "token/second")
+        text += ", and the largest batches at {cal_r_old} and {cal_r_new}"
+    return text + borrowed + "."
+
+
 def build(inputs: Inputs) -> Answer:
     setup = inputs.setup()
     ratios = costs.compare(setup)
@@ -116,9 +147,11 @@ def build(inputs: Inputs) -> Answer:
         "FLOP/s ratio {flops} (TTFT {ttft_old} to {ttft_new}). The biggest change is capacity: after {weights} "
         "of weights, {mem_old} leaves room for {fit_old} of {context} and {mem_new} for {fit_new}, "
         "{capacity} times as many, so throughput at the largest batch rises {throughput} times, from {r_old} to "
-        "{r_new}.",
+        "{r_new}." + _calibrated(answer, (old, new), (int(q["fit_old"].number), int(q["fit_new"].number)), q),
         q,
     )
+    _wrong_answers(answer, old, new, q)
+    _follow_up(answer, new, q)
     for title, sheet in (
         (f"Latency regimes on {setup.gpu.name}", old_latency),
         (f"Latency regimes on {setup.vs.name}", new_latency),
@@ -177,11 +210,81 @@ def build(inputs: Inputs) -> Answer:
         ),
         Prose(
             "caveat",
-            "Tensor-parallel all-reduces, kernel maturity on a new architecture and fp8/fp4 kernels are "
-            "not modelled; fp4 weights would change the B200's side more than any ratio here.",
+            "The floors leave out tensor-parallel all-reduces (the calibrated estimate counts them); kernel "
+            "maturity on a new architecture and fp8/fp4 kernels are not modelled, and fp4 weights would change "
+            "the B200's side more than any ratio here.",
         ),
     ]
     return answer
+
+
+def _wrong_answers(answer: Answer, old: Setup, new: Setup, q: dict[str, Quantity]) -> None:
+    """One speedup for every regime, and the datasheet's headline peak: each with the figure it gives."""
+    q["one_ratio"] = Quantity(q["r_old"].number * q["bw"].number, "token/second")
+    q["short_by"] = Quantity(q["r_new"].number / q["one_ratio"].number)
+    if q["short_by"].number > 1:
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "One speedup for everything, the bandwidth ratio: throughput at the largest batch would go from "
+                "{r_old} to {one_ratio}, {short_by} times short of {r_new}, because the larger memory also holds "
+                "a larger batch.",
+                q,
+            )
+        )
+    q["memory_ratio"] = Quantity(q["mem_new"].number / q["mem_old"].number)
+    if q["capacity"].number != q["memory_ratio"].number:
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Scaling the batch by the memory ratio, {memory_ratio}: the weights take the same bytes on both, so "
+                "the room left for the cache, and with it the batch, grows {capacity} times instead.",
+                q,
+            )
+        )
+    assert old.gpu is not None and new.gpu is not None
+    headline_peak, note = new.gpu.peak("fp4") if old.dtype != "fp4" else (None, "")
+    if headline_peak is not None and "dequantised" not in note:
+        q["fp4_peak"] = Quantity(headline_peak, "FLOP/second")
+        q["fp4_ratio"] = Quantity(headline_peak / old.gpu.peak(old.dtype)[0])
+        q["dtype"] = Quantity(old.dtype)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Reading the datasheet's headline, the {new}'s fp4 peak {fp4_peak} against the {old}'s {dtype}: "
+                "{fp4_ratio} times, a change of precision as much as of chip; at the same {dtype} it is {flops}.",
+                q,
+            )
+        )
+
+
+def _follow_up(answer: Answer, new: Setup, q: dict[str, Quantity]) -> None:
+    """Fewer of the new accelerator: the same regimes on half as many, if the weights still fit."""
+    fewer = new.tp // 2 if new.tp else 0  # type: ignore[operator]
+    if fewer < 1:
+        return
+    half = replace(new, tp=fewer)
+    try:
+        latency, capacity = _latency(half), knee(half)
+    except DeriveError:
+        return
+    fits = capacity.results["max_batch_by_memory"].value
+    if not isinstance(fits, sympy.Expr) or fits < 1:
+        return
+    q["fewer"] = Quantity(fewer, "")
+    q["few_tpot"] = Quantity(latency.results["batch1_step_time"].value, "second")
+    q["few_fit"] = Quantity(fits, "sequence")
+    q["few_r"] = Quantity(capacity.results["throughput_at_max_batch"].value, "token/second")
+    count = "one {new}" if fewer == 1 else "{fewer} x {new}"
+    answer.follow_up = FollowUp(
+        f"Could {'one' if fewer == 1 else 'half as many'} {new.gpu.name if new.gpu else ''} do?",
+        Prose(
+            "follow-up",
+            "On " + count + " batch 1 takes {few_tpot} a token (against {tpot_old} on {n} x {old}), and memory "
+            "holds {few_fit} of {context}, for {few_r} at the largest batch.",
+            q,
+        ),
+    )
 
 
 QUESTION = Question(

@@ -7,9 +7,10 @@ from functools import partial
 import sympy
 
 from derive import figures
-from derive.answers import Answer, Inputs, Question, assumed
+from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.catalog import dtype_bytes
 from derive.derivations import costs
+from derive.derivations.calibrated import calibrated_ridges
 from derive.derivations.common import model_library
 from derive.evaluation import evaluate
 from derive.sheet import Figure, Prose, Quantity, Section, Work
@@ -22,6 +23,8 @@ from formulas import step_budget as sb
 
 def _draw(sheet, setup, large, stem):  # type: ignore[no-untyped-def]
     v = sheet.values
+    if large <= v[sym.B]:
+        return
     at_large = evaluate(it.gemm_intensity.expr, {**v, sym.B: sympy.Integer(large)}, model_library(setup.model))
     points = [
         (f"QKV, O, MLP, LM head at B={int(v[sym.B])}", float(v[it.I_w])),
@@ -45,6 +48,11 @@ def build(inputs: Inputs) -> Answer:
     work.compute(sh.ffn_io_values_per_token)
     work.compute(cal.elementwise_bytes, "elementwise_bytes")
     share = work.compute(sb.elementwise_share, "elementwise_share")
+    assert setup.gpu is not None  # the question always names one
+    gemm_ridge, attention_ridge = calibrated_ridges(work, setup, setup.gpu)
+    knee = work.solve(it.I_w.symbol, cal.I_ridge_g.symbol, sym.B)
+    knee_batch = evaluate(knee.closed_form, work.values, work.library)
+    work.solved(knee, cal.B_ridge_g, knee_batch, result="calibrated_ridge_batch")
     v, r = sheet.values, sheet.results
     large = inputs.get("large_batch", 64)
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
@@ -59,13 +67,32 @@ def build(inputs: Inputs) -> Answer:
         "batch": Quantity(v[sym.B]),
         "weights": Quantity(v[sym.W], "byte"),
         "gpu": Quantity(setup.gpu.name),
+        "gemm_ridge": answer.headline("calibrated_gemm_ridge", gemm_ridge, "FLOP/byte"),
+        "attention_ridge": answer.headline("calibrated_attention_ridge", attention_ridge, "FLOP/byte"),
+        "knee_batch": Quantity(knee_batch, "sequence"),
     }
+    top = max(v[it.I_w], v[it.I_att])
+    against = (
+        "All of them are far under the {gpu} ridge of {ridge}"
+        if 4 * top <= v[it.I_ridge]
+        else "All of them are under the {gpu} ridge of {ridge}"
+        if top < v[it.I_ridge]
+        else "Against the {gpu} ridge of {ridge}, "
+        + ("the GEMMs are" if v[it.I_w] >= v[it.I_ridge] else "attention is")
+        + " compute-bound already"
+    )
     answer.summary = Prose(
         "summary",
         "At batch {batch} every weight GEMM (QKV, O, MLP, LM head) ties at {gemm}: two FLOPs per weight per token over "
-        "bytes per weight, whatever the matrix. Attention sits at {attention}, the query-to-KV head ratio, which no "
-        "batch moves, so the ranking flips at {flip}: below it attention ranks first, above it the GEMMs do. All of "
-        "them are far under the {gpu} ridge of {ridge}. Fusion removes the elementwise round trips, {ew} a step "
+        "bytes per weight, whatever the matrix. Attention sits at {attention}, "
+        + ("all heads over the one latent they share" if setup.model.config.is_mla else "the query-to-KV head ratio")
+        + ", which no batch moves, so the ranking flips at {flip}: below it attention ranks first, above it the "
+        "GEMMs do. "
+        + against
+        + "; at the efficiencies kernels reach the ridges are {gemm_ridge} for the GEMMs (reached at {knee_batch}) "
+        "and {attention_ridge} for attention, whose kernels get a smaller share of peak FLOP/s"
+        + (", so attention at {attention} is compute-bound in practice" if v[it.I_att] >= attention_ridge else "")
+        + ". Fusion removes the elementwise round trips, {ew} a step "
         "({share} % of the {weights} of weights), and kernel launches; it cannot raise a GEMM's or attention's "
         "intensity: only the batch or the architecture can.",
         q,
@@ -103,7 +130,59 @@ def build(inputs: Inputs) -> Answer:
             "(--set elementwise_passes=...).",
         ),
     ]
+    _wrong_answers(answer, q)
+    _follow_up(answer, sheet, setup, int(large), q)
     return answer
+
+
+def _wrong_answers(answer: Answer, q: dict[str, Quantity]) -> None:
+    """Rankings candidates commonly give, each against the sheet's own figures."""
+    answer.wrong_answers += [
+        Prose(
+            "wrong",
+            "Ranking the LM head or the MLP above QKV because they are bigger: at decode every weight GEMM runs "
+            "at 2·B·τ/b_w, {gemm} here, whatever its size. Size sets a GEMM's time, not its intensity.",
+            q,
+        ),
+        Prose(
+            "wrong",
+            "Fusing attention into the projections to raise its intensity: fusion removes round trips of "
+            "activations, not cache reads, so attention stays at {attention}.",
+            q,
+        ),
+        Prose(
+            "wrong",
+            "Expecting fusion to save much of a decode step: the elementwise traffic it removes is {share} % of "
+            "the weight bytes the step reads anyway.",
+            q,
+        ),
+    ]
+
+
+def _follow_up(answer: Answer, sheet, setup, large: int, q: dict[str, Quantity]) -> None:  # type: ignore[no-untyped-def]
+    """The same ranking at a large batch: the GEMMs' intensity against both ridges."""
+    v = sheet.values
+    if large <= v[sym.B]:
+        return
+    at_large = evaluate(it.gemm_intensity.expr, {**v, sym.B: sympy.Integer(large)}, model_library(setup.model))
+    q["large"] = Quantity(large, "sequence")
+    q["gemm_large"] = Quantity(at_large, "FLOP/byte")
+    side = "compute-bound" if at_large >= v[cal.I_ridge_g] else "still bandwidth-bound"
+    answer.follow_up = FollowUp(
+        f"And at a batch of {large:,}?",
+        Prose(
+            "follow-up",
+            "The GEMMs climb to {gemm_large}, above attention's {attention} and " + side + " against the "
+            "{gemm_ridge} ridge kernels reach; attention does not move.",
+            q,
+        )
+        if at_large > v[it.I_att]
+        else Prose(
+            "follow-up",
+            "The GEMMs climb to {gemm_large}, still below attention's {attention}, which does not move.",
+            q,
+        ),
+    )
 
 
 QUESTION = Question(

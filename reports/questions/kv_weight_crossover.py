@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
+import sympy
+
 from derive import plots
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, FollowUp, Inputs, Question
 from derive.derivations import costs
-from derive.derivations.common import model_library
+from derive.derivations.common import Setup, default_tp, model_library
+from derive.errors import FitError
 from derive.sheet import Figure, Prose, Quantity, Section, Work
 from formulas import notation as sym
 from formulas import step_budget as sb
+
+
+def _step_at_crossover(setup: Setup, context: sympy.Expr, cache: sympy.Expr, weights: sympy.Expr):  # type: ignore[no-untyped-def]
+    """The decode step at the crossover on the fewest accelerators that hold weights and cache: (n, floor,
+    calibrated), or None where no split holds them or the predictor has no estimate."""
+    assert setup.gpu is not None  # the question always names one
+    try:
+        n = default_tp(setup, weights, cache, setup.gpu.memory)
+    except FitError:
+        return None
+    step = costs.calibrated_at(replace(setup, context=int(sympy.ceiling(context))), setup.batch, n)
+    if step is None or "tpot" not in step.results:
+        return None
+    return n, step.results["tpot_floor"].value, step.results["tpot"].value
 
 
 def build(inputs: Inputs) -> Answer:
@@ -66,12 +84,24 @@ def build(inputs: Inputs) -> Answer:
         if arch.max_context and found > arch.max_context:
             q["limit"] = Quantity(arch.max_context, "token/sequence")
             limit = " That is beyond the {limit} the model's config allows: in practice the weights dominate."
+        step = _step_at_crossover(setup, found, v[sym.kv_total], v[sym.W])
+        realistic = ""
+        if step is not None:
+            q["n"] = Quantity(step[0], "")
+            q["floor"] = answer.headline("step_floor_at_crossover", step[1], "second")
+            q["estimate"] = answer.headline("calibrated_step_at_crossover", step[2], "second")
+            realistic = (
+                " There a decode step reads twice the weight bytes: on {n} x {gpu} its floor is {floor}, and the "
+                "calibrated estimate puts it at {estimate}."
+            ).replace("{n} x {gpu}", "one {gpu}" if step[0] == 1 else "{n} x {gpu}")
         answer.summary = Prose(
             "summary",
             how + ", that is {context}. The coincidence: at the crossover the cache is, by construction, as big as "
-            "the weights, {kv}, and that is {share} times the {memory} of one {gpu}, " + memory + limit,
+            "the weights, {kv}, and that is {share} times the {memory} of one {gpu}, " + memory + limit + realistic,
             q,
         )
+        _wrong_answers(answer, setup, q)
+        _follow_up(answer, inputs, q)
     answer.sections.append(Section("Where the cache's bytes meet the weights'", sheet))
     answer.figures.append(
         Figure(
@@ -108,6 +138,65 @@ def build(inputs: Inputs) -> Answer:
             Prose("caveat", "Windowed layers are taken to hold exactly their window; a paged cache may keep more.")
         )
     return answer
+
+
+def _wrong_answers(answer: Answer, setup: Setup, q: dict[str, Quantity]) -> None:
+    """The crossover as candidates commonly get it wrong, each computed from the same sheet."""
+    arch = setup.model.config
+    context = q["context"].number
+    if arch.is_plain and arch.kv_heads < arch.heads:
+        ratio = sympy.Rational(arch.heads, arch.kv_heads)
+        q["heads"], q["kv_heads"] = Quantity(arch.heads), Quantity(arch.kv_heads)
+        q["mha_context"] = Quantity(context / ratio, "token/sequence")
+        q["ratio"] = Quantity(ratio)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Caching K and V for all {heads} query heads, as if the model had no GQA: the cache per token comes "
+                "out {ratio} times too big and the crossover {ratio} times too early, at {mha_context}. Only the "
+                "{kv_heads} KV heads are cached.",
+                q,
+            )
+        )
+    if arch.is_plain:
+        q["unbatched"] = Quantity(context * setup.batch, "token/sequence")
+        q["batch_n"] = Quantity(setup.batch)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Setting one sequence's cache against the weights, S·k = W: that gives {unbatched}, {batch_n} times "
+                "too late. The weights are read once a step for the whole batch, the cache once for every "
+                "sequence.",
+                q,
+            )
+        )
+    answer.wrong_answers.append(
+        Prose(
+            "wrong",
+            "Reading the crossover as the point decode turns compute-bound: both sides are bytes. Past it the step "
+            "is still bandwidth-bound, only now mostly on cache.",
+        )
+    )
+
+
+def _follow_up(answer: Answer, inputs: Inputs, q: dict[str, Quantity]) -> None:
+    """With an 8-bit cache the crossover moves out: the same derivation at --kv-dtype fp8."""
+    if inputs.get("kv_dtype") == "fp8":
+        return
+    at_fp8 = costs.crossover_kv_weights(inputs.setup(kv_dtype="fp8")).results["crossover_context"].value
+    if at_fp8 is None:
+        return
+    q["fp8_context"] = Quantity(at_fp8, "token/sequence")
+    q["fp8_ratio"] = Quantity(at_fp8 / q["context"].number)
+    answer.follow_up = FollowUp(
+        "And with the cache in fp8?",
+        Prose(
+            "follow-up",
+            "The crossover moves to {fp8_context}, {fp8_ratio} times as far: one byte per cached value shrinks "
+            "k in proportion, and the crossover scales as 1/k.",
+            q,
+        ),
+    )
 
 
 QUESTION = Question(
