@@ -44,7 +44,7 @@ def _claims(answer, text):  # type: ignore[no-untyped-def]
     everything = " ".join([text] + [prose(c, "md") for c in answer.caveats + answer.takeaways + interview])
     if re.search(r"(?<![\d.,])1 (accelerators|sequences|tokens|GPUs)\b", " ".join(prose(p, "md") for p in interview)):
         wrong.append("a plural after 1 in a wrong answer or the follow-up")
-    if re.search(r"\bnan\b|zoo|\binf\b|-\d", " ".join(prose(p, "md") for p in interview)):
+    if re.search(r"\bnan\b|zoo|\binf\b|(?<![\w-])-\d", " ".join(prose(p, "md") for p in interview)):
         wrong.append("a wrong answer or the follow-up prints a number that is not one, or a negative")
     claims_mla = re.search(r"MLA latent here|its MLA|this MLA|MLA cache cannot", everything)
     if config is not None and claims_mla and not config.is_mla and "mla_model" not in answer.inputs:

@@ -401,5 +401,5 @@ def short_form(work: Work, exact: sympy.Expr | None, what: str) -> None:  # exac
     work.note(
         f"short form: {what} ≈ I_ridge·b_w/c_MAC = {format_quantity(tokens, 'token')}; the exact closed form gives "
         f"{format_quantity(exact, 'token')}, {float(abs(exact - tokens) / exact):.1%} apart (what attention, the cache "
-        "and the activations add)"
+        "and the activations add" + (", and the experts a token skips" if work.values.get(sym.N_routed) else "") + ")"
     )

@@ -2,10 +2,17 @@
 
 from functools import partial
 
+import sympy
+
 from derive import plots
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, FollowUp, Inputs, Question
 from derive.derivations import knee
-from derive.sheet import Prose, Section
+from derive.derivations.common import Setup, model_library
+from derive.errors import DeriveError
+from derive.evaluation import evaluate
+from derive.sheet import Prose, Quantity, Result, Section, Sheet
+from formulas import intensity
+from formulas import notation as sym
 
 
 def build(inputs: Inputs) -> Answer:
@@ -28,8 +35,9 @@ def build(inputs: Inputs) -> Answer:
     )
     if r["knee_batch"].value is None:
         text = hyperbola + (
-            "There is no compute knee: each extra sequence adds more KV reading than arithmetic, which is true "
-            "above {limit} of context. Memory caps the batch at {fits}, where throughput is {at_max}."
+            "There is no compute knee: each extra sequence adds more KV reading than arithmetic"
+            + (", which is true above {limit} of context." if r["knee_context_limit"].value is not None else ".")
+            + " Memory caps the batch at {fits}, where throughput is {at_max}."
         )
     else:
         text = hyperbola + (
@@ -41,6 +49,8 @@ def build(inputs: Inputs) -> Answer:
         quantities["at_max_cal"] = answer.headline("calibrated_throughput_at_max_batch", realistic, "token/second")
         text += " A real server at that batch reaches about {at_max_cal} (the calibrated estimate)."
     answer.summary = Prose("summary", text, quantities)
+    _wrong_answers(answer, setup, sheet, quantities)
+    _follow_up(answer, inputs, sheet, quantities)
     answer.sections.append(Section("Step time, knee and ceiling", sheet))
     answer.figures.append(figures_entry(sheet, setup))
     answer.takeaways += [
@@ -100,3 +110,83 @@ def _calibrated_throughput(setup, sheet):  # type: ignore[no-untyped-def]
     batch = sheet.results["max_batch_by_memory"].value
     step = None if batch is None or batch < 1 else calibrated_at(setup, int(batch), int(sheet.inputs["tp"]))
     return None if step is None else step.results["throughput"].number
+
+
+def _value(result: Result) -> sympy.Expr | None:
+    """A result's number, or None where it does not exist."""
+    return None if result.value is None else result.number
+
+
+def _wrong_answers(answer: Answer, setup: Setup, sheet: Sheet, q: dict[str, Quantity]) -> None:
+    """The knee and the throughput as candidates commonly get them wrong, each computed from the same sheet."""
+    r, v = sheet.results, sheet.values
+    found, fits = _value(r["knee_batch"]), _value(r["max_batch_by_memory"])
+    ridge = evaluate(intensity.ridge_tokens.expr, v, model_library(setup.model)) / v[sym.tau]
+    q["ridge"] = Quantity(ridge, "sequence")
+    q["context"] = Quantity(setup.context, "token/sequence")
+    if found is None:
+        where = "at {context} what each sequence adds to the step's reads keeps it bandwidth-bound at every batch."
+    else:
+        where = "with what each sequence adds to the step (its cache and attention) the knee is at {knee}."
+    first = fits is not None and fits < ridge and (found is None or fits < found)
+    answer.wrong_answers.append(
+        Prose(
+            "wrong",
+            "Putting the knee at the ridge, B = I_ridge·b_w/c_MAC = {ridge}: that is where "
+            + (
+                "dense weight GEMMs turn compute-bound (each expert sees only its share of the batch), but "
+                if setup.model.config.is_moe
+                else "the weight GEMMs alone turn compute-bound, but "
+            )
+            + where
+            + (" Memory caps the batch at {fits} first." if first else ""),
+            q,
+        )
+    )
+    at_max, ceiling = _value(r["throughput_at_max_batch"]), _value(r["throughput_ceiling"])
+    if fits is not None and fits >= 1 and at_max is not None and ceiling is not None and at_max < ceiling:
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Quoting the ceiling, {ceiling}, as the throughput: it is the limit as the batch grows without bound; "
+                "memory stops the batch at {fits}, where throughput is {at_max}.",
+                q,
+            )
+        )
+
+
+def _follow_up(answer: Answer, inputs: Inputs, sheet: Sheet, q: dict[str, Quantity]) -> None:
+    """With an 8-bit cache each sequence takes half the memory: the same derivation at --kv-dtype fp8."""
+    if sheet.values[sym.b_kv] <= 1:
+        return
+    try:
+        r = knee(inputs.setup(kv_dtype="fp8")).results
+    except DeriveError:
+        return
+    fits, at_max, found = (_value(r[k]) for k in ("max_batch_by_memory", "throughput_at_max_batch", "knee_batch"))
+    if fits is None or fits < 1 or at_max is None:
+        return
+    q["fits_fp8"] = Quantity(fits, "sequence")
+    q["at_max_fp8"] = Quantity(at_max, "token/second")
+    q["knee_fp8"] = Quantity(found, "sequence")
+    before = sheet.results["knee_batch"].value
+    knee_text = (
+        "there is still no compute knee at this context."
+        if found is None and before is None
+        else "there is no compute knee any more."
+        if found is None
+        else "a compute knee appears at {knee_fp8}"
+        if before is None
+        else "the compute knee moves to {knee_fp8}"
+    )
+    if found is not None:
+        knee_text += ", past what memory holds." if found > fits else ", within what memory holds."
+    throughput = (
+        "but throughput there stays {at_max}, compute-bound at both; "
+        if at_max == sheet.results["throughput_at_max_batch"].value == r["throughput_ceiling"].value
+        else "and throughput there is {at_max_fp8} instead of {at_max}; "
+    )
+    answer.follow_up = FollowUp(
+        "And with the cache in fp8?",
+        Prose("follow-up", "Memory then holds {fits_fp8} instead of {fits}, " + throughput + knee_text, q),
+    )

@@ -7,11 +7,13 @@ from functools import partial
 import numpy as np
 
 from derive import figures
-from derive.answers import Answer, Inputs, Question
-from derive.derivations.common import model_library
+from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.derivations.common import Setup, model_library
 from derive.derivations.energy import energy
+from derive.errors import DeriveError
 from derive.evaluation import over
-from derive.sheet import Figure, Prose, Quantity, Section
+from derive.sheet import Figure, Prose, Quantity, Section, Sheet
+from derive.systems import system_for
 from formulas import energy as ef
 from formulas import notation as sym
 
@@ -66,6 +68,8 @@ def build(inputs: Inputs) -> Answer:
             "{one_cal} and {full_cal}: the floor's figures are floors of the energy too.",
             q,
         )
+    _wrong_answers(answer, setup, sheet, q)
+    _follow_up(answer, inputs, sheet, q)
     answer.sections.append(Section("Power over throughput", sheet))
     answer.figures.append(
         Figure(
@@ -123,3 +127,74 @@ def _calibrated(setup, batch, values):  # type: ignore[no-untyped-def]
     if step is None:
         return None
     return values[ef.P_acc] * values[sym.n] * step.results["tpot"].number / (int(batch) * values[sym.tau])
+
+
+def _wrong_answers(answer: Answer, setup: Setup, sheet: Sheet, q: dict[str, Quantity]) -> None:
+    """Joules per token as candidates commonly get it wrong, each computed from the same sheet."""
+    v = sheet.values
+    n, full = v[sym.n], q["full"].number
+    assert setup.gpu is not None  # energy() refuses without one
+    try:
+        node = system_for(setup.gpu)
+    except DeriveError:
+        node = None
+    if n > 1:
+        q["one_gpu"] = Quantity(full / n, "joule/token")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Counting the TDP of one accelerator when the model is split over {n} accelerators: a full batch "
+                "then seems to spend {one_gpu}, {n} times too little; every accelerator of the group draws power "
+                "through the whole step.",
+                q,
+            )
+        )
+    elif node is not None and node.domain > n:
+        q["domain"], q["system"] = Quantity(node.domain), Quantity(node.title)
+        q["node"] = Quantity(full * node.domain / n, "joule/token")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Charging a whole {system} to a model that runs on one accelerator: a full batch then seems to "
+                "spend {node}, {domain} times the {full}; the node's other accelerators can serve other copies.",
+                q,
+            )
+        )
+    if v[sym.B_max] > 1:
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Quoting one sequence's figure, {one}, as what a token costs: it is {ratio} times the {full} of a full "
+                "batch, because one sequence alone pays for every weight read of the step.",
+                q,
+            )
+        )
+
+
+def _follow_up(answer: Answer, inputs: Inputs, sheet: Sheet, q: dict[str, Quantity]) -> None:
+    """An 8-bit cache lets more sequences share each step: the same derivation at --kv-dtype fp8."""
+    if sheet.values[sym.b_kv] <= 1:
+        return
+    try:
+        fp8 = energy(inputs.setup(kv_dtype="fp8"))
+    except DeriveError:
+        return
+    q["largest_fp8"] = Quantity(fp8.values[sym.B_max], "sequence")
+    q["full_fp8"] = Quantity(fp8.results["joules_per_token_max_batch"].value, "joule/token")
+    q["one_fp8"] = Quantity(fp8.results["joules_per_token_batch1"].value, "joule/token")
+    small = 10 * (q["one"].number - q["one_fp8"].number) < q["one"].number
+    answer.follow_up = FollowUp(
+        "And with the KV cache in fp8?",
+        Prose(
+            "follow-up",
+            "Memory then holds {largest_fp8} instead of {largest}, "
+            + (
+                "but a full batch still spends {full}: its step is compute-bound at both"
+                if q["full_fp8"].number == q["full"].number
+                else "and a full batch spends {full_fp8} instead of {full}"
+            )
+            + "; one sequence alone spends {one_fp8} against {one}"
+            + (", since one sequence's cache is a small part of the step's bytes." if small else "."),
+            q,
+        ),
+    )

@@ -7,11 +7,12 @@ from functools import partial
 from typing import Any
 
 from derive import figures
-from derive.answers import Answer, Inputs, Question, assumed
+from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.catalog import dtype_bytes
-from derive.derivations.common import Setup, start
+from derive.derivations.common import Setup, model_library, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
 from derive.errors import DeriveError
+from derive.evaluation import evaluate
 from derive.sheet import Figure, Prose, Quantity, Section, Sheet, Work
 from formulas import calibrated as cal
 from formulas import notation as sym
@@ -186,7 +187,88 @@ def build(inputs: Inputs) -> Answer:
             q,
         ),
     ]
+    _wrong_answers(answer, setup, sheet, q)
+    _follow_up(answer, sheet, q)
     return answer
+
+
+def _wrong_answers(answer: Answer, setup: Setup, sheet: Sheet, q: dict[str, Quantity]) -> None:
+    """The budget as candidates commonly get it wrong, each figure from the same sheet."""
+    v = sheet.values
+    mbu, floor = v[sb.U_rep], v[sym.t_step]
+    if mbu < 1:
+        q["over"] = Quantity((1 - mbu) * 100)
+        q["short_missing"] = Quantity((1 - mbu) * floor, "second")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Reading {mbu} % as a step {over} % over the floor: that leaves {short_missing} to find, not "
+                "{missing}. The step is the floor divided by the MBU, {measured}.",
+                q,
+            )
+        )
+    library = model_library(setup.model)
+    if v[sym.kv_total] > 0 and v[u.t_meas] > floor:  # a gap to account for, and a cache in the floor
+        no_kv = evaluate(library.get("memory_time").expr, {**v, sym.kv_total: 0}, library)
+        q["nokv_floor"] = Quantity(no_kv, "second")
+        q["nokv_missing"] = Quantity(v[u.t_meas] - no_kv, "second")
+        q["kv_gpu"] = Quantity(v[sym.kv_total] / v[sym.n], "byte")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Leaving the cache out of the floor: {nokv_floor}, so {nokv_missing} looks like overhead instead of "
+                "{missing}. The {kv_gpu} of cache "
+                + ("each accelerator holds" if v[sym.n] > 1 else "the accelerator holds")
+                + " streams every step like the weights.",
+                q,
+            )
+        )
+    if v[sym.n] > 1 and v[cal.alpha_ar] > 0:
+        q["ar_bytes"] = Quantity(evaluate(cal.decode_allreduce_time.expr, {**v, cal.alpha_ar: 0}, library), "second")
+        q["ar_count"] = Quantity(v[sym.L] * v[cal.m_ar])
+        q["alpha"] = Quantity(v[cal.alpha_ar], "second")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Sizing the all-reduces by their bytes over the link: {ar_bytes} a step, against {allreduce_time}. A "
+                "decode step's activations are tiny, so each of the {ar_count} all-reduces costs its {alpha} latency.",
+                q,
+            )
+        )
+    if v[sym.n] > 1:
+        q["one_floor"] = Quantity(v[sym.n] * floor, "second")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Dividing "
+                + ("both" if v[sym.n] == 2 else "all {n}")
+                + " accelerators' bytes by one's bandwidth: a floor of {one_floor}, "
+                + ("longer than the measured step itself" if v[sym.n] * floor > v[u.t_meas] else "{n} times too long")
+                + ". Each reads only its own shard, {bytes}.",
+                q,
+            )
+        )
+    del answer.wrong_answers[3:]  # the page holds three
+
+
+def _follow_up(answer: Answer, sheet: Sheet, q: dict[str, Quantity]) -> None:
+    """CUDA graphs: the same measured step less its launch gaps, and the MBU it would report."""
+    v = sheet.values
+    gaps, measured = v[sb.t_launch], v[u.t_meas]
+    if not (0 < gaps < measured - v[sym.t_step]):
+        return
+    q["graph_step"] = Quantity(measured - gaps, "second")
+    q["graph_mbu"] = Quantity(v[sym.t_step] / (measured - gaps) * 100)
+    answer.follow_up = FollowUp(
+        "What would CUDA graphs buy?",
+        Prose(
+            "follow-up",
+            "If they removed the {launch_gap_time} of launch gaps, the step would fall to {graph_step} and the MBU "
+            "rise to {graph_mbu} %; "
+            + ("the all-reduces and host time stay." if v[sym.n] > 1 else "the host time stays."),
+            q,
+        ),
+    )
 
 
 QUESTION = Question(

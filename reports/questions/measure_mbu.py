@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from derive.answers import Answer, Inputs, Question, assumed
+import sympy
+
+from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.derivations.common import model_library
 from derive.derivations.utilisation import utilisation
 from derive.sheet import Prose, Quantity, Section, Work
@@ -142,7 +144,61 @@ def build(inputs: Inputs) -> Answer:
             "fewer experts, so the MoE mistake is at least this large.",
         ),
     ]
+    _wrong_answers(answer, v, q)
+    _follow_up(answer, v, q)
     return answer
+
+
+def _wrong_answers(answer: Answer, v, q: dict[str, Quantity]) -> None:  # type: ignore[no-untyped-def]
+    """The MBU as candidates commonly compute it, each the same division with one operand wrong."""
+    right = v[u.U_mem]
+    q["nokv_mbu"] = _points(v[sb.U_nokv])
+    q["kv_gpu"] = Quantity(v[sym.kv_total] / v[sym.n], "byte")
+    answer.wrong_answers.append(
+        Prose(
+            "wrong",
+            "Counting the weights alone: {nokv_mbu} % against {mbu} %. Each step also reads the live batch's cache, "
+            "{kv_gpu} per accelerator here.",
+            q,
+        )
+    )
+    binary = sympy.Integer(2) ** 40 / 10**12  # a TiB over a TB
+    q["tib_mbu"], q["tib"] = _points(right / binary), Quantity(binary)
+    answer.wrong_answers.append(
+        Prose(
+            "wrong",
+            "Reading the datasheet's {bw} as binary TiB/s: {tib_mbu} %, low by the {tib} a TiB is over a TB. "
+            "Bandwidths are quoted in decimal units.",
+            q,
+        )
+    )
+    tokens = v[sym.B] * v[sym.tau]
+    if tokens > 1:
+        q["agg_rate"] = Quantity(tokens / v[u.t_meas], "token/second")
+        q["agg_mbu"], q["agg_x"] = _points(right * tokens), Quantity(tokens)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Multiplying the bytes per token by the aggregate {agg_rate} instead of one user's rate: {agg_mbu} %, "
+                "{agg_x} times too high. The weights stream once a step for the whole batch.",
+                q,
+            )
+        )
+
+
+def _follow_up(answer: Answer, v, q: dict[str, Quantity]) -> None:  # type: ignore[no-untyped-def]
+    """The cross-check against a counter: the bandwidth the count implies."""
+    q["achieved"] = Quantity(v[u.D_gpu] / v[u.t_meas], "byte/second")
+    answer.follow_up = FollowUp(
+        "What should a DRAM-throughput counter (DCGM, Nsight Compute) read on each accelerator?",
+        Prose(
+            "follow-up",
+            "About {achieved}: the {bytes} over the {t} step. A higher reading means the kernels move bytes the "
+            "count leaves out (re-read cache tiles, activations); a lower one, that the count has bytes the step "
+            "never reads.",
+            q,
+        ),
+    )
 
 
 QUESTION = Question(

@@ -1,14 +1,18 @@
 """Seed 004, question 7: why a DeepSeek-V3 decode step at batch 64 reads far more than its 37B active parameters."""
 
+from __future__ import annotations
+
 from functools import partial
 
 import numpy as np
+import sympy
 
 from derive import figures, plots
-from derive.answers import Answer, Inputs, Question
-from derive.derivations.common import model_library
+from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.derivations.common import Setup, model_library
 from derive.derivations.moe import experts
-from derive.evaluation import over
+from derive.errors import DeriveError
+from derive.evaluation import evaluate, over
 from derive.sheet import Figure, Prose, Quantity, Section, Work
 from derive.units import format_quantity
 from formulas import (
@@ -149,7 +153,101 @@ def build(inputs: Inputs) -> Answer:
         ),
         Prose("caveat", _left_out(setup.model)),
     ]
+    _wrong_answers(answer, setup, sheet, q)
+    _follow_up(answer, inputs, q)
     return answer
+
+
+def _wrong_answers(answer: Answer, setup: Setup, sheet, q: dict[str, Quantity]) -> None:  # type: ignore[no-untyped-def]
+    """What a step reads as candidates commonly count it, each figure from the same sheet."""
+    v = sheet.values
+    read, active, total = v[moe.N_read], v[sym.N_act], v[sym.N]
+    if read > active:
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Reading only the {active} active: that is one token's path. The step's tokens pick different "
+                "experts, so it reads {x} times as many, {read}.",
+                q,
+            )
+        )
+    tokens = v[moe.T_r]
+    naive = sympy.Min(tokens * v[sym.k_e], v[sym.E])  # every token's experts taken as distinct
+    lib = model_library(setup.model)
+    # The same read, with the touched experts counted as if no two tokens shared one.
+    naive_read = evaluate(lib.get("params_read_per_step").expr, {**v, moe.E_t: naive}, lib)
+    if naive_read > read * sympy.Rational(101, 100):  # a mistake worth naming: more than 1% off
+        q["naive"], q["naive_read"] = Quantity(naive, ""), Quantity(naive_read, "parameter")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Counting min(B·k, E) = {naive} experts a layer, as if no two tokens picked the same one: "
+                "{naive_read}. Choices collide, and uniform routing covers {touched}, so the step reads {read}.",
+                q,
+            )
+        )
+    if v[sym.B] > 1:
+        each = v[sym.B] * active
+        q["each"] = Quantity(each, "parameter")
+        q["each_x"] = Quantity(each / read)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Multiplying the active count by the batch: that gives {each}, "
+                + ("more than the model's {total} in all" if each > total else "{each_x} times what the step reads")
+                + ". A touched expert streams once for every token that picked it.",
+                q,
+            )
+        )
+    if read < active:  # batch 1: the active count includes the whole embedding table
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Taking the {active} active as what a step reads: they include the whole embedding table, of which a "
+                "step gathers only its tokens' rows, so it reads {read}.",
+                q,
+            )
+        )
+    if read < total * sympy.Rational(99, 100):
+        q["dense_x"] = Quantity(total / read)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Pricing the step as a dense model of its size, all {total}: {dense_x} times what it reads at {batch}, "
+                "where only the touched experts stream.",
+                q,
+            )
+        )
+    del answer.wrong_answers[3:]  # the page holds three
+
+
+def _follow_up(answer: Answer, inputs: Inputs, q: dict[str, Quantity]) -> None:
+    """The same sheet at B = E/k, where the batch's picks could just cover every expert, and at batch 1."""
+    batch = int(sympy.ceiling(q["experts"].number / q["k"].number))
+    if batch <= 1:
+        return
+    try:
+        at_eq, at_one = (experts(inputs.setup(batch=b)) for b in (batch, 1))
+    except DeriveError:
+        return
+    read_eq = at_eq.results["params_read_per_step"].value
+    q.update(
+        b_eq=Quantity(batch, "sequence"),
+        touched_eq=Quantity(at_eq.results["experts_touched"].value, ""),
+        read_eq=Quantity(read_eq, "parameter"),
+        share_eq=Quantity(read_eq / q["total"].number),
+        read_one=Quantity(at_one.results["params_read_per_step"].value, "parameter"),
+    )
+    answer.follow_up = FollowUp(
+        "And at batch E/k, where the tokens' picks could just cover every expert once?",
+        Prose(
+            "follow-up",
+            "At {b_eq} uniform routing touches {touched_eq} of the {experts} experts a layer, and the step already "
+            "reads {read_eq}, {share_eq} of all {total}; only near batch 1 does it read about the active count, "
+            "{read_one}.",
+            q,
+        ),
+    )
 
 
 QUESTION = Question(

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import sympy
 
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, FollowUp, Inputs, Question
 from derive.derivations.common import model_library
 from derive.derivations.costs import predict
 from derive.errors import DeriveError
+from derive.evaluation import evaluate
 from derive.sheet import Prose, Quantity, Section, Work
 from derive.units import format_quantity, parse_quantity
 from formulas import prefill as pf
@@ -51,18 +52,23 @@ def side_by_side(entry: dict, sheet, measured: sympy.Expr) -> dict[str, Quantity
     return out
 
 
-def held_against(entry: dict, inputs: Inputs):  # type: ignore[no-untyped-def,type-arg]
-    """The predictor's sheet for one measurement, with the measured value and the implied efficiency."""
-    setup = inputs.setup(
+def _setup_for(entry: dict, inputs: Inputs, dtype: str | None = None):  # type: ignore[no-untyped-def,type-arg]
+    """The setup one measurement ran at; `dtype` predicts it in another precision (its cache follows)."""
+    return inputs.setup(
         model=entry["model"],
         gpu=entry["gpu"],
-        dtype=entry["dtype"],
+        dtype=dtype or entry["dtype"],
         kv_dtype=None,
         tp=entry["count"],
         batch=entry["batch"],
         prompt=entry["prompt"],
         output=entry["output"],
     )
+
+
+def held_against(entry: dict, inputs: Inputs):  # type: ignore[no-untyped-def,type-arg]
+    """The predictor's sheet for one measurement, with the measured value and the implied efficiency."""
+    setup = _setup_for(entry, inputs)
     sheet = predict(setup)
     work = Work(sheet, model_library(setup.model))
     kind = entry["kind"]
@@ -127,8 +133,10 @@ def build(inputs: Inputs) -> Answer:
     rows = []
     lines = []
     errors: list[dict[str, sympy.Expr]] = []
+    compared: dict[str, dict[str, Quantity]] = {}
     for entry in measurements():
         setup, sheet, eta, figures = held_against(entry, inputs)
+        compared[entry["id"]] = figures
         rows.append((entry, setup, sheet, eta))
         errors.append({k: figures[f"{k}_error"].value for k in ("floor", "calibrated", "profiled")})
         answer.headline(f"{entry['id']}_efficiency", eta)
@@ -187,6 +195,8 @@ def build(inputs: Inputs) -> Answer:
         "at the median, the floor by {floor_median} %, and aiconfigurator's profiled tables by {profiled_median} %.",
         q,
     )
+    _wrong_answers(answer, inputs, rows, compared, q)
+    _follow_up(answer, inputs, rows, compared, q)
     answer.takeaways += [
         Prose(
             "takeaway",
@@ -230,6 +240,122 @@ def build(inputs: Inputs) -> Answer:
         ),
     ]
     return answer
+
+
+def _wrong_answers(answer: Answer, inputs: Inputs, rows, compared, q: dict[str, Quantity]) -> None:  # type: ignore[no-untyped-def]
+    """Predictors candidates commonly design, each held against the same measurements."""
+    latency = [row for row in rows if not row[0]["kind"].startswith("output")]
+    if latency and q["floor_median"].number > q["calibrated_median"].number:
+        entry = max(latency, key=lambda row: abs(compared[row[0]["id"]]["floor_error"].number))[0]
+        figures = compared[entry["id"]]
+        q.update(lat_id=Quantity(entry["id"]), lat_floor=figures["floor"], lat_measured=figures["measured"])
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Stopping at the pure roofline, with no fixed time per step or layer: it is off by {floor_median} % "
+                "at the median here, and for "
+                + ("{lat_id}'s single request" if entry["batch"] == 1 else "{lat_id}")
+                + " it predicts {lat_floor} against a measured {lat_measured}; the calibrated estimate's fixed and "
+                "efficiency terms cut the median to {calibrated_median} %.",
+                q,
+            )
+        )
+    throughput = [row for row in rows if row[0]["kind"].startswith("output")]
+    mean = q["thr_mean"].number / 100
+    low, high = min(throughput, key=lambda row: row[3]), max(throughput, key=lambda row: row[3])
+    if low[3] < mean < high[3]:
+        q.update(
+            low_id=Quantity(low[0]["id"]),
+            high_id=Quantity(high[0]["id"]),
+            over=Quantity((mean / low[3] - 1) * 100),
+            under=Quantity((1 - mean / high[3]) * 100),
+        )
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Scaling the roofline by one constant efficiency, the throughput mean of {thr_mean} %: it then "
+                "over-predicts {low_id} by {over} % and under-predicts {high_id} by {under} %; the efficiency moves "
+                "with batch, lengths and TP degree.",
+                q,
+            )
+        )
+    # The FP8 run nearest its bound whose 16-bit prediction still fits its accelerators.
+    for entry, setup, _sheet, eta in sorted((row for row in rows if row[0]["dtype"] == "fp8"), key=lambda row: -row[3]):
+        try:
+            wide = predict(_setup_for(entry, inputs, dtype="bf16"))
+        except DeriveError:
+            continue
+        figures = compared[entry["id"]]
+        if entry["kind"].startswith("output"):
+            library = model_library(setup.model)
+            bound = evaluate(sb.static_batch_output_throughput_per_gpu.expr, wide.values, library)
+            wide_eta = figures["measured"].number / bound
+        else:
+            bound = wide.values[pf.ttft if entry["kind"] == "ttft" else pf.e2e]
+            wide_eta = bound / figures["measured"].number
+        q.update(
+            fp8_id=Quantity(entry["id"]),
+            fp8_floor=figures["floor"],
+            bf16_floor=Quantity(bound, figures["floor"].unit),
+            fp8_eta=Quantity(eta * 100),
+            bf16_eta=Quantity(wide_eta * 100),
+        )
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Predicting {fp8_id}'s FP8 run at bf16: the bound moves from {fp8_floor} to {bf16_floor}, and the "
+                "measurement "
+                + (
+                    "'beats' it, at {bf16_eta} % of it."
+                    if wide_eta > 1
+                    else "reaches {bf16_eta} % of it instead of {fp8_eta} %, crediting the server with what the "
+                    "precision did."
+                )
+                + " Predict in the precision the run used.",
+                q,
+            )
+        )
+        break
+
+
+def _follow_up(answer: Answer, inputs: Inputs, rows, compared, q: dict[str, Quantity]) -> None:  # type: ignore[no-untyped-def]
+    """A request's latency in fp8: the same prediction with one input changed, floor against calibrated."""
+    requests = [row for row in rows if row[0]["kind"] == "e2e_latency" and row[0]["dtype"] != "fp8"]
+    if not requests:
+        return
+    entry = requests[0][0]
+    try:
+        r = predict(_setup_for(entry, inputs, dtype="fp8")).results
+    except DeriveError:
+        return
+    if "e2e_latency" not in r:
+        return
+    figures = compared[entry["id"]]
+    floor, calibrated = r["e2e_latency_floor"].value, r["e2e_latency"].value
+    floor_share = floor / figures["floor"].number
+    calibrated_share = calibrated / figures["calibrated"].number
+    q.update(
+        req_id=Quantity(entry["id"]),
+        req_floor=figures["floor"],
+        req_cal=figures["calibrated"],
+        req_floor8=Quantity(floor, "second"),
+        req_cal8=Quantity(calibrated, "second"),
+        req_floor_share=Quantity(floor_share),
+        req_cal_share=Quantity(calibrated_share),
+    )
+    fixed = calibrated_share > floor_share
+    answer.follow_up = FollowUp(
+        "And if the end-to-end request had run in fp8?",
+        Prose(
+            "follow-up",
+            "For {req_id} the floor falls from {req_floor} to {req_floor8} ({req_floor_share} of it), the calibrated "
+            "estimate "
+            + ("only " if fixed else "")
+            + "from {req_cal} to {req_cal8} ({req_cal_share} of it)"
+            + (": the fixed per-layer times do not shrink with the bytes." if fixed else "."),
+            q,
+        ),
+    )
 
 
 QUESTION = Question(

@@ -6,8 +6,15 @@ cheapest by the committed prices, and the pick's worked sheet (derive/derivation
 
 from __future__ import annotations
 
-from derive.answers import Answer, Inputs, Question, assumed
-from derive.sheet import Figure, Prose, Quantity, Section
+from typing import Any
+
+import numpy as np
+import sympy
+
+from derive.answers import Answer, FollowUp, Inputs, Question, assumed
+from derive.evaluation import evaluate
+from derive.sheet import Figure, Prose, Quantity, Section, Sheet
+from formulas import layout as lay
 
 
 def build(inputs: Inputs) -> Answer:
@@ -54,6 +61,7 @@ def build(inputs: Inputs) -> Answer:
         "rate": Quantity(plan.targets.rate, "sequence/second"),
         "count": answer.headline("accelerators_per_copy", pick.layout.accelerators),
         "gpu": Quantity(gpu.title),
+        "gpu_name": Quantity(gpu.name.upper()),
         "layout": Quantity(str(pick.layout)),
         "fleet": answer.headline("accelerators_for_rate", r["accelerators_for_rate"].value),
         "batch": answer.headline("micro_batch", pick.batch, "sequence"),
@@ -88,6 +96,8 @@ def build(inputs: Inputs) -> Answer:
         "prices; the {binds} limit binds.",
         q,
     )
+    _wrong_answers(answer, plan, pick, q)
+    _follow_up(answer, plan, sheet, q)
     answer.sections.append(Section(f"The pick, worked: {pick.layout} on {gpu.name}", sheet))
     answer.figures.append(
         Figure(
@@ -135,6 +145,108 @@ def build(inputs: Inputs) -> Answer:
         if not note.startswith("price")
     ]
     return answer
+
+
+def _usd(row: Any) -> Quantity:
+    """A row's cost per million output tokens, in dollars."""
+    return Quantity(sympy.Float(row.cost_per_million), "USD")
+
+
+def _wrong_answers(answer: Answer, plan: Any, pick: Any, q: dict[str, Quantity]) -> None:
+    """Purchases candidates commonly make, each read from the plan's own search."""
+    priced = [f for f in plan.searches if f.gpu.name in plan.prices]
+
+    def per_dollar(found: Any) -> sympy.Expr:
+        return found.gpu.bandwidth / plan.prices[found.gpu.name].per_second
+
+    def cheapest(found: Any) -> Any:
+        return min(found.rows, key=lambda row: row.cost_per_million) if found.rows else None
+
+    chosen = next((f for f in plan.searches if f.gpu.name == pick.gpu), None)
+    if len(priced) > 1 and chosen in priced and pick.cost_per_million is not None:
+        q["pick_cost"], q["bw_pick"] = _usd(pick), Quantity(per_dollar(chosen), "byte/USD")
+        best = max(priced, key=per_dollar)
+        if best is not chosen:
+            row = cheapest(best)
+            q["bw_gpu"], q["bw_best"] = Quantity(best.gpu.name.upper()), Quantity(per_dollar(best), "byte/USD")
+            if row is not None:
+                q["bw_cost"] = _usd(row)
+            answer.wrong_answers.append(
+                Prose(
+                    "wrong",
+                    "Buying the {bw_gpu} for the most bandwidth per dollar ({bw_best} of reads, against {bw_pick} for "
+                    "the {gpu_name}): "
+                    + (
+                        "at the TPOT target its cheapest layout costs {bw_cost} per million output tokens, against "
+                        "{pick_cost}; a token's cost follows the batch a copy runs within the target and its memory."
+                        if row is not None
+                        else "none of its layouts meets the targets."
+                    ),
+                    q,
+                )
+            )
+        else:
+            second = max((f for f in priced if f is not chosen), key=per_dollar)
+            row = cheapest(second)
+            if row is not None:
+                q["second_gpu"] = Quantity(second.gpu.name.upper())
+                q["bw_second"] = Quantity(per_dollar(second), "byte/USD")
+                q["bw_share"], q["second_cost"] = Quantity(per_dollar(second) / per_dollar(chosen)), _usd(row)
+                q["cost_share"] = Quantity(sympy.Float(row.cost_per_million / pick.cost_per_million))
+                answer.wrong_answers.append(
+                    Prose(
+                        "wrong",
+                        "Ranking by bandwidth per dollar: the {second_gpu} buys {bw_second} of reads, {bw_share} times "
+                        "the {gpu_name}'s {bw_pick}, yet at the TPOT target its tokens cost {second_cost} per million, "
+                        "{cost_share} times the {pick_cost}; a token's cost follows the batch a copy runs within the "
+                        "target and its memory.",
+                        q,
+                    )
+                )
+    if chosen is not None and chosen.compiled is not None and pick.binds == "TPOT" and pick.memory_batch > pick.batch:
+        full = sympy.Float(
+            float(np.ravel(chosen.compiled.tpot(*chosen.inputs[pick.layout], float(pick.memory_batch)))[0])
+        )
+        q["full_tpot"] = Quantity(full, "second")
+        q["full_share"] = Quantity(full / plan.targets.tpot)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Filling each copy to {memory_batch}, as far as its memory and the search allow: its TPOT would be "
+                "{full_tpot}, {full_share} times the {tpot} target, so the target caps the batch at {batch}.",
+                q,
+            )
+        )
+    served, step = q["served"].number, q["step"].number
+    if len(answer.wrong_answers) < 2 and served > step:
+        q["step_share"] = Quantity(step / plan.targets.tpot)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Reading TPOT as the decode step alone: at {batch} the step takes {step}, {step_share} of the "
+                "target, but the prompt passes an aggregated server interleaves bring what a user sees to {served}.",
+                q,
+            )
+        )
+
+
+def _follow_up(answer: Answer, plan: Any, sheet: Sheet, q: dict[str, Quantity]) -> None:
+    """Twice the request rate: the pick's own accelerators-for-rate formula at 2 lambda."""
+    if plan.targets.rate is None or "accelerators_for_rate" not in sheet.results:
+        return
+    values = {**sheet.values, lay.lam: 2 * plan.targets.rate}
+    fleet = evaluate(lay.accelerators_for_rate.expr, values)
+    copies = fleet / sheet.values[lay.N_L]
+    q["rate2"] = Quantity(2 * plan.targets.rate, "sequence/second")
+    q["fleet2"], q["copies2"] = Quantity(fleet), Quantity(copies)
+    on = "one {gpu_name}" if fleet == 1 else "{fleet2} {gpu_name}s"
+    text = (
+        "One copy still serves {rate2}: on " + on + " it holds up to {capacity} at the TPOT target."
+        if copies == 1
+        else "Serving {rate2} takes {copies2} copies of the same layout, " + on + ": one copy holds at most "
+        "{capacity} at the TPOT target, and the cost per token does not depend on the rate."
+    )
+    answer.follow_up = FollowUp("And at twice the request rate?", Prose("follow-up", text, q))
 
 
 QUESTION = Question(

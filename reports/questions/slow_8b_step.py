@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from functools import partial
 
-from derive.answers import Answer, Inputs, Question, assumed
-from derive.derivations.common import start
-from derive.sheet import Figure, Prose, Quantity, Section
+import sympy
+
+from derive.answers import Answer, FollowUp, Inputs, Question, assumed
+from derive.derivations.common import Setup, start
+from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import calibrated as cal
 from formulas import notation as sym
 from formulas import prefill as pf
@@ -54,7 +56,9 @@ def build(inputs: Inputs) -> Answer:
         "kernels": answer.headline("kernels_per_step", v[sym.L] * v[sb.k_l]),
         "gap": answer.headline("kernel_gap", v[sb.t_k], "second"),
         "eta": answer.headline("achieved_bandwidth", v[pf.eta_bw]),
+        "over": Quantity(-v[sb.t_rest], "second"),
     }
+    fp32_first = False
     if v[u.t_meas] < v[sym.t_step]:
         answer.summary = Prose(
             "summary",
@@ -86,9 +90,16 @@ def build(inputs: Inputs) -> Answer:
             + "Sorted by what one "
             "profiler trace shows: (1) idle gaps between kernels, {kernels} launches at {gap} each, {launch}; "
             "(2) host work between steps (sampling, scheduling, Python), {host}; (3) kernels reading at {eta} of "
-            "peak bandwidth, {bw}. That leaves {rest} unattributed.",
+            "peak bandwidth, {bw}. "
+            + (
+                "That leaves {rest} unattributed."
+                if v[sb.t_rest] >= 0
+                else "Together they come to {over} more than the measured step: an assumption is too high for it."
+            ),
             q,
         )
+    _wrong_answers(answer, setup, sheet, q, fp32_first)
+    _follow_up(answer, sheet, q)
     answer.sections.append(
         Section(
             "Floor, measured step and the three causes",
@@ -137,8 +148,12 @@ def build(inputs: Inputs) -> Answer:
         Prose(
             "caveat",
             "The three sizes rest on assumptions (kernels per layer, gap per kernel, host time, achieved "
-            "bandwidth) typical of an eager PyTorch server, not on this trace; the unattributed "
-            "{rest} is what they miss or overcount.",
+            "bandwidth) typical of an eager PyTorch server, not on this trace; "
+            + (
+                "the unattributed {rest} is what they miss or overcount."
+                if v[sb.t_rest] >= 0
+                else "here they overcount by {over}."
+            ),
             q,
         ),
         Prose(
@@ -149,6 +164,74 @@ def build(inputs: Inputs) -> Answer:
         ),
     ]
     return answer
+
+
+def _wrong_answers(answer: Answer, setup: Setup, sheet: Sheet, q: dict[str, Quantity], fp32_first: bool) -> None:
+    """The diagnosis as candidates commonly get it wrong, each computed from the same sheet."""
+    v = sheet.values
+    excess = v[u.t_meas] - v[sym.t_step]
+    kernels = v[sym.L] * v[sb.k_l]
+    q["excess"] = Quantity(excess, "second")
+    if excess > 0 and kernels > 0:
+        q["implied_gap"] = Quantity(excess / kernels, "second")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Blaming the whole {excess} above the floor on kernel launches: over {kernels} launches that is "
+                "{implied_gap} each, against the {gap} assumed; "
+                + (
+                    "check the dtype first, since weights loaded in fp32 alone put the floor at {fp32_floor}."
+                    if fp32_first
+                    else "a trace splits it between launch gaps, host work and slow kernels."
+                ),
+                q,
+            )
+        )
+    if excess > 0:
+        q["implied_eta"] = Quantity(v[sym.t_step] / v[u.t_meas])
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Blaming the GPU's bandwidth: for {measured} to be all memory time the kernels would read at "
+                "{implied_eta} of peak, against the {eta} assumed for decode GEMVs; a trace shows whether the "
+                "kernels or the gaps between them hold the time.",
+                q,
+            )
+        )
+    if v[sym.t_comp] < v[sym.t_step]:
+        q["t_comp"] = Quantity(v[sym.t_comp], "second")
+        q["under"] = Quantity(v[sym.t_step] / v[sym.t_comp])
+        q["batch_n"] = Quantity(sympy.Integer(setup.batch), "sequence")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Sizing the step by its FLOPs at peak: {t_comp}, {under} times under the bandwidth floor; each "
+                "weight read serves "
+                + ("one sequence" if setup.batch == 1 else "only {batch_n}")
+                + ", so bytes, not FLOPs, set the floor.",
+                q,
+            )
+        )
+
+
+def _follow_up(answer: Answer, sheet: Sheet, q: dict[str, Quantity]) -> None:
+    """CUDA graphs remove the launch gaps: the measured step less that bucket, against the floor."""
+    v = sheet.values
+    excess = v[u.t_meas] - v[sym.t_step]
+    if not 0 < v[sb.t_launch] < excess:
+        return
+    after = v[u.t_meas] - v[sb.t_launch]
+    q["after"] = Quantity(after, "second")
+    q["after_ratio"] = Quantity(after / v[sym.t_step])
+    answer.follow_up = FollowUp(
+        "What would CUDA graphs buy?",
+        Prose(
+            "follow-up",
+            "If they remove the {launch} of launch gaps, the step falls from {measured} to {after}, {after_ratio} "
+            "times the floor; the host work ({host}) and the reads below peak ({bw}) remain.",
+            q,
+        ),
+    )
 
 
 QUESTION = Question(

@@ -1,11 +1,20 @@
 """Seed 004, question 5: sanity-check a vendor's 1,000 tokens/s per user for a 70B model on one H200."""
 
-from derive.answers import Answer, Inputs, Question, assumed
+from __future__ import annotations
+
+import math
+
+import sympy
+
+from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.derivations.claim import claim
 from derive.derivations.common import model_library
+from derive.errors import DeriveError
+from derive.evaluation import evaluate
 from derive.sheet import Prose, Quantity, Section, Work
 from formulas import claim as cl
 from formulas import notation as sym
+from formulas import reads
 
 
 def _sheet(inputs: Inputs, **overrides):  # type: ignore[no-untyped-def]
@@ -50,13 +59,15 @@ def build(inputs: Inputs) -> Answer:
         "claim": Quantity(v[cl.r_claim], "token/second/sequence"),
         "t_mem": Quantity(v[sym.t_mem], "second"),
         "weights": Quantity(v[sym.W], "byte"),
-        "bw": Quantity(v[sym.BW], "byte/second"),
+        "bw": Quantity(v[sym.n] * v[sym.BW], "byte/second"),
         "memory": Quantity(v[sym.n] * v[sym.M], "byte"),
         "dtype": Quantity(setup.dtype),
         "alt": Quantity(inputs["alt_dtype"]),
         "gpu": Quantity(setup.gpu.title),
         "model": Quantity(setup.model.title),
         "context": Quantity(v[sym.S], "token"),
+        "n": Quantity(v[sym.n]),
+        "touched": Quantity(v[reads.W_read], "byte"),
     }
     realistic = _realistic(setup)
     realistic_dtype = setup.dtype
@@ -72,13 +83,22 @@ def build(inputs: Inputs) -> Answer:
     fit_text = "" if fits else " In {dtype} the weights and one sequence do not even fit in its {memory}."
     answer.summary = Prose(
         "summary",
-        "One user's decode step must read all {weights} of {model}'s weights from {bw} of HBM, at least {t_mem} "
-        "a token: the bandwidth floor is {floor}, and the claim of {claim} is {x} times it."
+        (
+            "One user's decode step must read all {weights} of {model}'s weights"
+            if not setup.model.config.is_moe
+            else "One user's decode step must read the {touched} of weights its token touches, of {model}'s {weights},"
+        )
+        + " from {bw} of HBM"
+        + ("" if v[sym.n] == 1 else " (its {n} x {gpu} together)")
+        + ", at least {t_mem} a token: the bandwidth floor is {floor}, and the claim of {claim} is {x} times it."
         + fit_text
         + (
             " The claim is below the floor's speed: one user on this hardware can see it, so it is plausible as "
             "stated, and the floor leaves {headroom} times the claim for the overheads a real server adds."
             if within
+            else " {alt} weights would reach it for one user (a floor of {floor_q}; it needs {bits} bits per weight or "
+            "fewer), as would speculative decoding at {tau} accepted per pass."
+            if q["x_q"].number <= 1
             else " 4-bit weights would reach it for one user (it needs {bits} bits per weight or fewer); otherwise it "
             "is an aggregate: with {alt} weights (a floor of {floor_q}) a server meets it over about {users_q} "
             "decoded at once, and speculative decoding would need {tau} accepted per pass."
@@ -165,7 +185,114 @@ def build(inputs: Inputs) -> Answer:
             "real acceptance of a few tokens per pass gives a few times the floor, not this.",
         ),
     ]
+    _wrong_answers(answer, setup, stated, q)
+    _follow_up(answer, inputs, setup, stated, q)
     return answer
+
+
+def _wrong_answers(answer: Answer, setup, stated, q: dict[str, Quantity]) -> None:  # type: ignore[no-untyped-def]
+    """The claim as candidates commonly misjudge it, each figure from the same sheets."""
+    v, x = stated.values, q["x"].number
+    users = v.get(cl.B_claim)
+    wrong: list[Prose] = []
+    if x > 1 and users is not None and users >= 2:
+        q["total"] = Quantity(v[cl.R_claim], "token/second")
+        q["each"] = Quantity(v[cl.r_claim] / users, "token/second/sequence")
+        wrong.append(
+            Prose(
+                "wrong",
+                "Accepting it because batching gets there: {users} decoded at once would make {total} together, "
+                "but that is the server's total, and each of them sees {each}, not the {claim} claimed per user.",
+                q,
+            )
+        )
+    compute = v[sym.n] * v[sym.P] / v[sym.F]  # peak FLOP/s over 2 FLOPs a weight, for one user
+    q["compute"] = Quantity(compute, "token/second/sequence")
+    q["compute_x"] = Quantity(compute / q["floor"].number)
+    wrong.append(
+        Prose(
+            "wrong",
+            "Dividing peak FLOP/s by a token's FLOPs, 2 a weight it multiplies: {compute} for one user, {compute_x} "
+            "times the bandwidth floor, "
+            + ("so the claim looks easy" if compute >= v[cl.r_claim] else "and still short of the claim")
+            + ". At batch 1 each token waits for its weights to stream from HBM, not for the tensor cores.",
+            q,
+        )
+    )
+    if setup.model.config.is_moe and v[reads.W_read] < v[sym.W]:
+        # The floor's division with every weight read.
+        every = v[sym.tau] * v[sym.n] * v[sym.BW] / (v[sym.W] + v[sym.kv_total])
+        q["every"] = Quantity(every, "token/second/sequence")
+        wrong.append(
+            Prose(
+                "wrong",
+                "Reading every expert's weights for one user: a floor of {every}, "
+                + ("which would reject the claim" if every < v[cl.r_claim] else "below the true floor")
+                + ". A lone token touches only its top-k experts a layer, so the floor is {floor}.",
+                q,
+            )
+        )
+    if q["x_q"].number > 1 and q["floor_q"].number > q["floor"].number:
+        wrong.append(
+            Prose(
+                "wrong",
+                "Saying {alt} weights explain it: they raise the floor to {floor_q}, and the claim is still {x_q} "
+                "times that.",
+                q,
+            )
+        )
+    answer.wrong_answers += wrong[:3]  # the page holds three
+
+
+def _follow_up(answer: Answer, inputs: Inputs, setup, stated, q: dict[str, Quantity]) -> None:  # type: ignore[no-untyped-def]
+    """Above the floor: would tensor parallelism get one user there? Within it: how many users can share it?"""
+    x = q["x"].number
+    if x <= 1:
+        _follow_up_users(answer, setup, stated, q)
+        return
+    tp = int(stated.values[sym.n])
+    for k in range(math.ceil(x), 4 * math.ceil(x) + 1):  # the floor grows in proportion to n: n/tp >= x
+        n = tp * k
+        try:
+            spread, sheet = _sheet(inputs, tp=n)
+            break
+        except DeriveError:  # tensor parallelism must split whole heads
+            continue
+    else:
+        return
+    q["n_tp"], q["gpu_name"] = Quantity(n, ""), Quantity(spread.gpu.name)
+    q["floor_tp"] = Quantity(sheet.results["floor_tokens_per_s_per_user"].value, "token/second/sequence")
+    realistic = _realistic(spread)
+    text = "On paper: the floor grows with the accelerators, so {n_tp} x {gpu_name} lift it to {floor_tp}. "
+    if realistic is None:
+        text += "That floor counts no all-reduce, and a token then waits on two a layer."
+    else:
+        q["real_tp"] = Quantity(realistic, "token/second/sequence")
+        text += "The calibrated estimate, which pays the two all-reduces a layer, gives {real_tp}" + (
+            ", still short of the claim." if realistic < stated.values[cl.r_claim] else ", enough for the claim."
+        )
+    answer.follow_up = FollowUp("Could tensor parallelism get one user there?", Prose("follow-up", text, q))
+
+
+def _follow_up_users(answer: Answer, setup, stated, q: dict[str, Quantity]) -> None:  # type: ignore[no-untyped-def]
+    """The batch at which each user's floor falls to the claim: r_floor(B) = r_claim solved for B."""
+    work = Work(stated, model_library(setup.model))
+    solution = work.solve(cl.r_floor.symbol, cl.r_claim.symbol, sym.B)
+    if solution.closed_form is None:
+        return
+    at = evaluate(solution.closed_form, stated.values, work.library)
+    if not (at.is_real and at.is_finite and at >= 1):
+        return
+    q["share"] = Quantity(sympy.floor(at), "sequence")
+    answer.follow_up = FollowUp(
+        "How many users could share it at that rate?",
+        Prose(
+            "follow-up",
+            "At the floor, {share}: each adds its cache to the bytes every step reads, and past that each user's "
+            "rate falls below {claim}. A real server, slower than its floor, holds fewer.",
+            q,
+        ),
+    )
 
 
 QUESTION = Question(

@@ -1,0 +1,86 @@
+"""Issue 15: the wrong answers and follow-ups of prefill-crossover, vendor-claim, moe-experts-read, measure-mbu and
+mbu-budget, each pinned by one relation between a wrong answer's number and the right one."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+
+from derive import answers
+from derive.sheet import Prose
+from derive.sheet_render import prose
+
+QUESTIONS = ["prefill-crossover", "vendor-claim", "moe-experts-read", "measure-mbu", "mbu-budget"]
+
+
+@cache
+def _answer(question: str):  # type: ignore[no-untyped-def]
+    return answers.answer(question)
+
+
+def _wrong(question: str, name: str) -> Prose:
+    """The one wrong answer that prints the quantity `name`."""
+    (found,) = [w for w in _answer(question).wrong_answers if "{" + name + "}" in w.text]
+    return found
+
+
+def _value(item: Prose, name: str):  # type: ignore[no-untyped-def]
+    return item.quantities[name].number
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_defaults_give_wrong_answers_and_a_follow_up(question):
+    answer = _answer(question)
+    assert 2 <= len(answer.wrong_answers) <= 3, question
+    assert answer.follow_up is not None and answer.follow_up.question.endswith("?")
+    for item in [*answer.wrong_answers, answer.follow_up.answer]:
+        assert item.kind in ("wrong", "follow-up") and prose(item, "md") and prose(item, "tex")
+
+
+def test_prefill_without_bytes_per_weight_lands_at_half_the_ridge():
+    """Forgetting b_w gives I_ridge/2 tokens; times b_w that is the short form I_ridge·b_w/2 the sheet derives."""
+    wrong = _wrong("prefill-crossover", "no_bytes")
+    assert _value(wrong, "no_bytes") * _value(wrong, "b_w") == _value(wrong, "t_ridge")
+    assert _value(wrong, "no_bytes") < _answer("prefill-crossover").results["compute_bound_prompt_tokens"].number
+    # fp8 weights on fp8 tensor cores: the ridge doubles as the bytes per weight halve, the crossover stays put.
+    follow = _answer("prefill-crossover").follow_up.answer  # type: ignore[union-attr]
+    assert abs(float(_value(follow, "s_pc_o") / _value(follow, "s_pc")) - 1) < 0.01
+
+
+def test_vendor_aggregate_reading_leaves_each_user_below_the_floor():
+    """Read as the server's total, the claim spreads over B_claim users, each slower than one user alone."""
+    wrong = _wrong("vendor-claim", "each")
+    assert _value(wrong, "each") * _value(wrong, "users") == _value(wrong, "claim")
+    assert _value(wrong, "each") < _value(wrong, "floor")
+    # The bandwidth floor grows in proportion to the accelerators (the question's tp is 1).
+    follow = _answer("vendor-claim").follow_up.answer  # type: ignore[union-attr]
+    assert _value(follow, "floor_tp") == _value(follow, "floor") * _value(follow, "n_tp")
+    assert _value(follow, "real_tp") < _value(follow, "claim") <= _value(follow, "floor_tp")
+
+
+def test_moe_active_count_is_the_read_over_the_ratio():
+    answer = _answer("moe-experts-read")
+    wrong = _wrong("moe-experts-read", "active")
+    assert _value(wrong, "read") / _value(wrong, "active") == answer.results["read_vs_active"].number
+    distinct = _wrong("moe-experts-read", "naive")
+    assert _value(distinct, "naive") == _value(distinct, "experts")  # B·k >= E: every expert, as if no collisions
+    assert _value(distinct, "naive_read") > _value(distinct, "read")
+
+
+def test_mbu_against_binary_units_is_low_by_a_tib_over_a_tb():
+    answer = _answer("measure-mbu")
+    right = answer.results["mbu"].number * 100
+    binary = _wrong("measure-mbu", "tib_mbu")
+    assert _value(binary, "tib_mbu") * _value(binary, "tib") == right
+    aggregate = _wrong("measure-mbu", "agg_mbu")
+    assert _value(aggregate, "agg_mbu") == right * _value(aggregate, "agg_x")
+
+
+def test_budget_read_as_percent_over_finds_mbu_of_the_gap():
+    """(1 - U)·floor against (1/U - 1)·floor: the misread gap is the right one times the MBU."""
+    wrong = _wrong("mbu-budget", "short_missing")
+    assert _value(wrong, "short_missing") / _value(wrong, "missing") == _value(wrong, "mbu") / 100
+    follow = _answer("mbu-budget").follow_up.answer  # type: ignore[union-attr]
+    floor = _value(follow, "floor")
+    assert _value(follow, "graph_mbu") == floor / _value(follow, "graph_step") * 100 > _value(follow, "mbu")
