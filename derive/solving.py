@@ -107,22 +107,26 @@ _BRACKET = tuple(sympy.Integer(2) ** e for e in range(-20, 61))
 def _numeric(
     lhs: sympy.Expr, rhs: sympy.Expr, difference: sympy.Expr, unknown: Sym, at: Callable[[sympy.Expr], sympy.Expr]
 ) -> Solution:
-    """No closed form: the first positive crossing of the two sides, by bisection at the problem's values.
+    """No closed form: the first positive crossing of the two sides, found numerically at the problem's values.
 
     A MoE prompt pass reads the experts its S_p tokens touch while a window caps its attention: the
     crossover is then transcendental on every piece. The root is a number, and the sheet says so.
     """
     symbol = unknown.symbol
 
-    def sign_at(value: sympy.Expr) -> float:
-        return float(sympy.sign(at(difference.xreplace({symbol: value}))))
+    def gap_at(value: object) -> float:
+        # In 30-digit floats: exact rationals make every probe rebuild huge powers (seconds per root).
+        return float(at(difference.xreplace({symbol: sympy.Float(value, 30)})))
 
-    low, low_sign = _BRACKET[0], sign_at(_BRACKET[0])
+    def sign(gap: float) -> int:
+        return (gap > 0) - (gap < 0)
+
+    low, low_gap = _BRACKET[0], gap_at(_BRACKET[0])
     for high in _BRACKET[1:]:
-        high_sign = sign_at(high)
-        if high_sign != low_sign:
+        high_gap = gap_at(high)
+        if sign(high_gap) != sign(low_gap):
             break
-        low, low_sign = high, high_sign
+        low, low_gap = high, high_gap
     else:
         raise DeriveError(
             f"SymPy finds no closed form for {unknown.key} in `{lhs} = {rhs}`, and the two sides do not cross "
@@ -130,12 +134,25 @@ def _numeric(
             "Check the inputs, or evaluate both sides with 'derive eval' over a range",
         )
     bracket = f"[{float(low):.4g}, {float(high):.4g}]" + (f" {unknown.unit}" if unknown.unit else "")
-    for _ in range(60):  # 60 halvings of a factor-2 bracket: about 18 significant digits
-        middle = (low + high) / 2
-        if sign_at(middle) == low_sign:
-            low = middle
+    # Regula falsi with the Illinois step inside the bracket: about ten probes to 15 digits, where halving
+    # takes fifty; the bracket always holds the sign change.
+    a, fa, b, fb, side = float(low), low_gap, float(high), high_gap, 0
+    for _ in range(200):
+        if fa == 0 or fb == 0 or b - a <= 1e-15 * b:
+            break
+        c = (a * fb - b * fa) / (fb - fa) if fb != fa else (a + b) / 2
+        if not a < c < b:
+            c = (a + b) / 2
+        fc = gap_at(c)
+        if sign(fc) == sign(fa):
+            a, fa = c, fc
+            fb = fb / 2 if side == -1 else fb
+            side = -1
         else:
-            high = middle
+            b, fb = c, fc
+            fa = fa / 2 if side == 1 else fa
+            side = 1
+    low, high = (a, a) if fa == 0 else (b, b) if fb == 0 else (a, b)
     root = sympy.Float((low + high) / 2, 15)
     return Solution(
         unknown,
@@ -145,7 +162,7 @@ def _numeric(
         unknown,
         root,
         (root,),
-        f"no closed form: found numerically, by bisection in {bracket}, where the two sides change order",
+        f"no closed form: found numerically, by regula falsi in {bracket}, where the two sides change order",
     )
 
 
