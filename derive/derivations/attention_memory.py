@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from derive.architecture.layers import LatentAttention
+from derive.architecture.layers import Attention, CompressedAttention, LatentAttention
 from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, start
 from derive.derivations.sharding import activation_format
@@ -23,6 +23,9 @@ def attention_memory(setup: Setup) -> Sheet:
     for shape, value in ((sym.n_h, cfg.heads), (sym.n_kv, cfg.kv_heads), (sym.d_h, cfg.head_dim)):
         if shape not in work.values:
             work.given(shape, value, "the first attention layer's (the layers differ)")
+    attending = cfg.count(lambda g: isinstance(g.mixer, (Attention, LatentAttention, CompressedAttention)))
+    if attending != cfg.layers:  # a hybrid: its linear-attention and Mamba layers keep a state, no scores
+        work.given(sym.L, attending, "softmax-attention layers only: the others compute no score matrix")
     for name in ("attention_scores_per_token_pair", "attention_io_values_per_token"):
         work.compute(work.library.get(name))
     work.heading("Naive: the score matrices go through HBM")
