@@ -14,13 +14,11 @@ from formulas.sharding import b_a, v_d
 T_fu = define(
     "fusion_tokens", "T_fu", "token", r"T_{fu}", "tokens through the chain in one step (decode batch or prompt)"
 )
-n_ew = define(
-    "unfused_kernels_per_layer", "n_ew", "", r"n_{ew}", "elementwise and norm kernels per layer, unfused (assumed)"
-)
-n_fk = define("fused_kernels_per_layer", "n_fk", "", r"n_{fk}", "kernels the same chain becomes, fused (assumed)")
-t_l = define("kernel_launch_overhead", "t_kl", "second", r"t_{kl}", "overhead of launching one kernel (assumed)")
+n_ew = define("unfused_kernels_per_layer", "n_ew", "", r"n_{ew}", "elementwise and norm kernels per layer, unfused")
+n_fk = define("fused_kernels_per_layer", "n_fk", "", r"n_{fk}", "kernels the same chain becomes, fused")
+t_l = define("kernel_launch_overhead", "t_kl", "second", r"t_{kl}", "overhead of launching one kernel")
 f_ew = define(
-    "elementwise_flops_per_value", "f_ew", "FLOP", r"f_{ew}", "FLOPs an elementwise op or norm does per value (assumed)"
+    "elementwise_flops_per_value", "f_ew", "FLOP", r"f_{ew}", "FLOPs an elementwise op or norm does per value"
 )
 X_unf = define("unfused_chain_bytes", "X_unf", "byte", r"X_{unfused}", "HBM bytes of the chain in all layers, unfused")
 X_fus = define("fused_chain_bytes", "X_fus", "byte", r"X_{fused}", "HBM bytes of the chain in all layers, fused")

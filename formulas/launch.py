@@ -3,14 +3,15 @@
 In eager mode the CPU launches every kernel of every layer; the launches run ahead of the GPU
 asynchronously, so a step takes the longer of the GPU's work and the CPU's launching. A CUDA
 graph replays the whole step from one launch; each kernel then costs only the GPU's own
-per-node gap.
+per-node gap. For the same reason the launches fusion removes shorten a step only while the CPU's
+launching, not the GPU's work, is the longer of the two.
 """
 
 import sympy
 
 from derive.library import formula
 from derive.symbols import define
-from formulas.fusion import t_l
+from formulas.fusion import t_fus, t_l, t_ls, t_unf
 from formulas.notation import L, k_l, t_step
 
 t_node = define(
@@ -18,7 +19,7 @@ t_node = define(
     "t_gnode",
     "second",
     r"t_{node}",
-    "GPU-side gap per kernel when a CUDA graph replays the step (assumed)",
+    "GPU-side gap per kernel when a CUDA graph replays the step",
 )
 n_kern = define("kernels_per_step", "n_kstep", "", r"n_{kern}", "kernels one decode step launches")
 t_eag = define(
@@ -67,3 +68,43 @@ graph_step_time = formula(
 )
 
 graph_saving = formula(t_gs, t_se.symbol - t_sg.symbol, "Eager step time minus graph step time.")
+
+t_gw = define(
+    "step_gpu_work",
+    "t_gw",
+    "second",
+    r"t_{gpu}",
+    "GPU time of the step's other kernels: its roofline floor without the elementwise chain",
+)
+t_su = define(
+    "unfused_eager_step_time",
+    "t_step_unf",
+    "second",
+    r"t_{step,unf}",
+    "eager step with the chain unfused: the GPU's work or the CPU's launching, whichever is longer",
+)
+t_sf = define(
+    "fused_eager_step_time",
+    "t_step_fus",
+    "second",
+    r"t_{step,fus}",
+    "eager step with the chain fused: fewer bytes on the GPU, fewer launches on the CPU",
+)
+t_fss = define("fusion_step_saving", "t_fss", "second", r"t_{step,saved}", "time per step fusion actually saves")
+
+unfused_eager_step_time = formula(
+    t_su,
+    sympy.Max(t_gw.symbol + t_unf.symbol, t_eag.symbol),
+    "Launches are asynchronous: the GPU's kernels, chain included, run behind the CPU's launching, and the step "
+    "takes the longer of the two.",
+)
+fused_eager_step_time = formula(
+    t_sf,
+    sympy.Max(t_gw.symbol + t_fus.symbol, t_eag.symbol - t_ls.symbol),
+    "Fused, the chain moves fewer bytes and the CPU launches fewer kernels; still the longer of the two.",
+)
+fusion_step_saving = formula(
+    t_fss,
+    t_su.symbol - t_sf.symbol,
+    "The launches removed count only while the CPU is the longer path; otherwise only the bytes do.",
+)

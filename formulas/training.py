@@ -11,7 +11,7 @@ from derive.symbols import define
 from formulas.notation import N, P, c_mac
 
 n_gpu = define("training_gpus", "n_train", "", r"n_{gpu}", "accelerators training together (data parallel)")
-u_tr = define("training_mfu", "u_mfu", "", r"u_{MFU}", "model FLOPs utilisation the training run reaches (assumed)")
+u_tr = define("training_mfu", "u_mfu", "", r"u_{MFU}", "model FLOPs utilisation the training run reaches")
 F_tr = define(
     "training_flops_per_token",
     "F_train",
@@ -33,14 +33,14 @@ r_core = define(
     "r_core",
     "token/second",
     r"r_{tok}",
-    "tokens per second one tokeniser worker produces (assumed)",
+    "tokens per second one tokeniser worker produces",
 )
 w_tok = define("tokenizer_workers_needed", "w_tok", "", r"w_{tok}", "tokeniser workers needed to keep up online")
 G_tok = define("global_batch_tokens", "G_tok", "token", r"G", "tokens in one optimiser step, all accelerators")
 t_tr = define("training_step_time", "t_train", "second", r"t_{train}", "time of one training step at the MFU")
 X_b = define("batch_input_bytes", "X_b", "byte", r"X_b", "input bytes of one global batch")
-BW_io = define("storage_bandwidth", "BW_io", "byte/second", r"BW_{io}", "read bandwidth of the data store (assumed)")
-w_ld = define("loader_workers", "w_ld", "", r"w_{ld}", "tokeniser workers the loader runs (assumed)")
+BW_io = define("storage_bandwidth", "BW_io", "byte/second", r"BW_{io}", "read bandwidth of the data store")
+w_ld = define("loader_workers", "w_ld", "", r"w_{ld}", "tokeniser workers the loader runs")
 t_ld = define(
     "batch_load_time",
     "t_ldb",

@@ -3,39 +3,9 @@ mbu-budget, each pinned by one relation between a wrong answer's number and the 
 
 from __future__ import annotations
 
-from functools import cache
-
-import pytest
-
-from derive import answers
-from derive.sheet import Prose
-from derive.sheet_render import prose
-
-QUESTIONS = ["prefill-crossover", "vendor-claim", "moe-experts-read", "measure-mbu", "mbu-budget"]
-
-
-@cache
-def _answer(question: str):  # type: ignore[no-untyped-def]
-    return answers.answer(question)
-
-
-def _wrong(question: str, name: str) -> Prose:
-    """The one wrong answer that prints the quantity `name`."""
-    (found,) = [w for w in _answer(question).wrong_answers if "{" + name + "}" in w.text]
-    return found
-
-
-def _value(item: Prose, name: str):  # type: ignore[no-untyped-def]
-    return item.quantities[name].number
-
-
-@pytest.mark.parametrize("question", QUESTIONS)
-def test_defaults_give_wrong_answers_and_a_follow_up(question):
-    answer = _answer(question)
-    assert 2 <= len(answer.wrong_answers) <= 3, question
-    assert answer.follow_up is not None and answer.follow_up.question.endswith("?")
-    for item in [*answer.wrong_answers, answer.follow_up.answer]:
-        assert item.kind in ("wrong", "follow-up") and prose(item, "md") and prose(item, "tex")
+from tests.interview import built as _answer
+from tests.interview import value as _value
+from tests.interview import wrong as _wrong
 
 
 def test_prefill_without_bytes_per_weight_lands_at_half_the_ridge():

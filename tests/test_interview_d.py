@@ -6,33 +6,16 @@ one relation the sheet's own numbers must bear out between a wrong answer's figu
 
 from __future__ import annotations
 
-from functools import cache
-
-import pytest
 import sympy
 
-from derive import answers
 from derive.sheet import Prose
-
-QUESTIONS = ["decode-knee", "energy-per-token", "slow-8b-step", "predictor-vs-measured", "serving-plan"]
-
-
-@cache
-def _answer(question: str) -> answers.Answer:
-    return answers.answer(question)
+from tests.interview import built as _answer
 
 
 def _wrong(question: str, words: str) -> Prose:
     """The one wrong answer whose text says `words` (the quantities of one answer's prose share one dict)."""
     (found,) = [w for w in _answer(question).wrong_answers if words in w.text]
     return found
-
-
-@pytest.mark.parametrize("question", QUESTIONS)
-def test_defaults_give_two_wrong_answers_and_a_follow_up(question):
-    answer = _answer(question)
-    assert len(answer.wrong_answers) >= 2
-    assert answer.follow_up is not None and answer.follow_up.question.endswith("?")
 
 
 def test_the_ridge_batch_is_past_what_memory_holds():

@@ -64,6 +64,15 @@ def _claims(answer, text):  # type: ignore[no-untyped-def]
     if answer.question.id == "decode-knee":
         if (_value(answer, "knee_batch") is None) != ("no compute knee" in text):
             wrong.append("says there is a compute knee, or none, against the knee it computed")
+    # Launches are asynchronous: a step is launch-bound only where the CPU's launching outlasts the GPU's work.
+    for cpu, gpu in (("decode_eager_launch_time", "decode_gpu_work"), ("eager_launch_time", "decode_step_floor")):
+        launching, working = _value(answer, cpu), _value(answer, gpu)
+        if launching is not None and working is not None and (launching > working) != ("launch-bound" in text):
+            wrong.append("calls the step launch-bound, or not, against its launch and GPU times")
+    crossing = _value(answer, "attention_equals_weights_context")
+    if crossing is not None and config is not None and config.max_context:
+        if (crossing > config.max_context) != ("the config allows" in text):
+            wrong.append("places attention's crossing within the model's positions, or past them, wrongly")
     fits = _value(answer, "max_batch_by_memory")
     if fits is not None and fits < 1 and "caps the batch at" in text:
         wrong.append("caps a batch that does not fit at all")

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from derive.answers import Answer, Inputs, Question
+import sympy
+
+from derive.answers import Answer, FollowUp, Inputs, Question
 from derive.derivations import knee
-from derive.derivations.common import Setup, start
+from derive.derivations.common import Setup, model_library, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
+from derive.errors import DeriveError
+from derive.evaluation import evaluate
 from derive.sheet import Prose, Quantity, Section, Sheet
 from formulas import notation as sym
+from formulas.flops import F_att
 from reports.questions.decode_knee import figures_entry
 
 
@@ -139,7 +144,75 @@ def build(inputs: Inputs) -> Answer:
             "caveat", "Every sequence at the same context; a real batch mixes lengths and its KV bytes follow the mean."
         ),
     ]
+    _wrong_answers(answer, setup, curve, q, sympy.Rational(big, small))
+    _follow_up(answer, inputs, q)
     return answer
+
+
+def _wrong_answers(answer: Answer, setup: Setup, curve: Sheet, q: dict[str, Quantity], ratio: sympy.Expr) -> None:
+    """Batching as candidates commonly get it wrong, each figure from the same sheets."""
+    if ratio > 1 and q["gain"].number < ratio:
+        q["ratio"] = Quantity(ratio)
+        q["linear"] = Quantity(q["r1"].number * ratio, "token/second")
+        shared = (
+            "each sequence adds its own {kv} of cache to every step, and the experts its token routes to"
+            if setup.model.config.is_moe
+            else "the weight read is shared, but each sequence adds its own {kv} of cache to every step"
+        )
+        answer.wrong_answers.append(
+            Prose("wrong", "Expecting {ratio} times the throughput, {linear}: " + shared + ", so it is {r8}.", q)
+        )
+    v = curve.values
+    library = model_library(setup.model)
+    roof = evaluate(sym.P.symbol * sym.n.symbol / (sym.F.symbol + F_att.symbol), v, library)
+    if roof > q["ceiling"].number:
+        q["compute_roof"] = Quantity(roof, "token/second")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Taking the ceiling from the compute roof, P over a token's FLOPs: {compute_roof}. Before that, "
+                "each sequence's own reads cap throughput at {ceiling}.",
+                q,
+            )
+        )
+    if len(answer.wrong_answers) < 2 and q["slow"].number > 1:
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Calling the batch free: each user's token now takes {t8} instead of {t1}, {slow} times as long.",
+                q,
+            )
+        )
+
+
+def _follow_up(answer: Answer, inputs: Inputs, q: dict[str, Quantity]) -> None:
+    """An 8-bit cache: the same curve at --kv-dtype fp8."""
+    if inputs.get("kv_dtype") == "fp8":
+        return
+    try:
+        fp8 = knee(inputs.setup(kv_dtype="fp8"))
+    except DeriveError:
+        return
+    r = fp8.results
+    q["kv_fp8"] = Quantity(fp8.values[sym.kv_seq], "byte/sequence")
+    q["fits_fp8"] = Quantity(r["max_batch_by_memory"].value, "sequence")
+    q["ceiling_fp8"] = Quantity(r["throughput_ceiling"].value, "token/second")
+    if r["max_batch_by_memory"].number < 1 or q["kv_fp8"].number >= q["kv"].number:
+        return
+    ceiling = (
+        "the ceiling rises to {ceiling_fp8} (from {ceiling})"
+        if q["ceiling_fp8"].number > q["ceiling"].number
+        else "the ceiling stays at {ceiling}, the compute roof"
+    )
+    answer.follow_up = FollowUp(
+        "And with the cache in fp8?",
+        Prose(
+            "follow-up",
+            "Each sequence's cache falls to {kv_fp8}: memory then holds {fits_fp8} (not {fits}) and " + ceiling + "; "
+            "the weight read stays what it was.",
+            q,
+        ),
+    )
 
 
 QUESTION = Question(

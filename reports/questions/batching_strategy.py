@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import sympy
 
-from derive.answers import Answer, Inputs, Question
-from derive.derivations.common import start
+from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.derivations.common import Setup, model_library, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
-from derive.sheet import Prose, Quantity, Section
+from derive.evaluation import evaluate
+from derive.sheet import Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 from formulas import static_batching as sb
 
@@ -120,8 +121,8 @@ def build(inputs: Inputs) -> Answer:
     r = sheet.results
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     q = {
-        "lo": Quantity(inputs["reply_min"], "token"),
-        "hi": Quantity(inputs["reply_max"], "token"),
+        "lo": Quantity(int(inputs["reply_min"]), "token"),
+        "hi": Quantity(int(inputs["reply_max"]), "token"),
         "seats": Quantity(seats, "sequence"),
         "mean": answer.headline("reply_mean_tokens", r["reply_mean_tokens"].value, "token/sequence"),
         "longest": answer.headline(
@@ -231,7 +232,62 @@ def build(inputs: Inputs) -> Answer:
             "by less than a token.",
         ),
     ]
+    _wrong_answers(answer, q)
+    _follow_up(answer, setup, sheet, q)
     return answer
+
+
+def _wrong_answers(answer: Answer, q: dict[str, Quantity]) -> None:
+    """The choice as candidates commonly get it wrong, each figure from the same sheet and simulation."""
+    worst = q["mean"].number / q["hi"].number
+    if worst < q["util"].number:
+        q["worst_pct"] = Quantity(worst * 100)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Taking every static batch to run to the longest reply, {hi}: seat use {worst_pct} %, not "
+                "{util_pct} %. The batch runs to its expected longest, {longest}.",
+                q,
+            )
+        )
+    r = answer.results
+    dynamic, continuous = "simulated_dynamic_", "simulated_continuous_"
+    if (
+        r[continuous + "throughput"].number > r[dynamic + "throughput"].number
+        and r[continuous + "ttft_p50"].number < r[dynamic + "ttft_p50"].number
+    ):
+        q["dyn"] = Quantity(r[dynamic + "throughput"].value, "token/second")
+        q["dyn_ttft"] = Quantity(r[dynamic + "ttft_p50"].value, "second")
+        q["cont"] = Quantity(r[continuous + "throughput"].value, "token/second")
+        q["cont_ttft"] = Quantity(r[continuous + "ttft_p50"].value, "second")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Picking dynamic batching for latency: simulated, it gives {dyn} and a median first token in "
+                "{dyn_ttft}, against continuous batching's {cont} and {cont_ttft}.",
+                q,
+            )
+        )
+
+
+def _follow_up(answer: Answer, setup: Setup, sheet: Sheet, q: dict[str, Quantity]) -> None:
+    """Four times the seats: the same closed form for static batching's seat use."""
+    if q["hi"].number <= q["lo"].number:
+        return
+    library = model_library(setup.model)
+    values = {**sheet.values, sb.n_seat: 4 * sheet.values[sb.n_seat]}
+    values[sb.L_max] = evaluate(library.get("static_batch_longest_reply").expr, values, library)
+    q["seats4"] = Quantity(values[sb.n_seat], "sequence")
+    q["util4_pct"] = Quantity(evaluate(library.get("static_seat_utilisation").expr, values, library) * 100)
+    answer.follow_up = FollowUp(
+        "And with four times the seats?",
+        Prose(
+            "follow-up",
+            "At {seats4} static batching's seat use falls to {util4_pct} %, from {util_pct} %, as the longest of "
+            "more replies nears {hi}; continuous batching's does not depend on it.",
+            q,
+        ),
+    )
 
 
 QUESTION = Question(

@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 
 from derive import figures
-from derive.answers import Answer, Inputs, Question, assumed
+from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.catalog import dtype_bytes
+from derive.derivations.attention_memory import attention_memory
 from derive.derivations.common import Setup, start
 from derive.derivations.sharding import activation_format
+from derive.errors import DeriveError
 from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import fusion as fu
+from formulas import launch as la
 from formulas import notation as sym
 from formulas.sharding import b_a
 from reports.questions.decode_bandwidth_bound import decode_step
+from reports.questions.roofline_decode_prefill import prefill_pass
 
 
-def chain(setup: Setup, inputs: Inputs, tokens: int, title: str) -> Sheet:
-    """The elementwise/norm chain of every layer for `tokens` tokens: bytes and time, unfused and fused."""
+def chain(setup: Setup, inputs: Inputs, tokens: int, title: str, step: tuple[object, str] | None = None) -> Sheet:
+    """The elementwise/norm chain of every layer for `tokens` tokens: bytes and time, unfused and fused.
+
+    With `step`, the GPU time of the step's other kernels and where it comes from, also what fusion saves of
+    the eager step: launches run ahead of the GPU, so they count only where the CPU is the longer path."""
     work = start("fusion", title, setup)
     work.given(b_a, dtype_bytes(activation_format(setup)), activation_format(setup))
     work.compute(work.library.get("ffn_io_values_per_token"))
@@ -42,85 +50,123 @@ def chain(setup: Setup, inputs: Inputs, tokens: int, title: str) -> Sheet:
         work.compute(work.library.get(name), name)
     work.given(fu.f_ew, assumed(inputs, "elementwise_flops", "FLOP"), "assumed: a norm's few FLOPs per value")
     work.compute(work.library.get("elementwise_intensity"), "elementwise_intensity")
+    if step is not None:
+        work.heading("What the eager step saves")
+        work.given(sym.k_l, assumed(inputs, "kernels_per_layer"), "assumed: every kernel a layer launches per step")
+        work.given(la.t_gw, *step)
+        for name in (
+            "kernels_per_step",
+            "eager_launch_time",
+            "unfused_eager_step_time",
+            "fused_eager_step_time",
+            "fusion_step_saving",
+        ):
+            work.compute(work.library.get(name), name)
     return work.sheet
 
 
 def _draw(labels, values, title, stem):  # type: ignore[no-untyped-def]
-    figures.bars(stem, labels, [float(v) * 1e6 for v in values], "time per step (µs)", title)
+    figures.bars(stem, labels, [float(v) * 1e6 for v in values], "time per decode step (µs)", title)
 
 
 def build(inputs: Inputs) -> Answer:
     decode_tokens = int(inputs["batch"])
     setup = inputs.setup(batch=decode_tokens)
+    prompt = int(inputs["prompt"])
     step = decode_step(setup, inputs, f"The decode step of {setup.model.title} at batch {decode_tokens}")
-    dec = chain(setup, inputs, decode_tokens, f"Elementwise chain at decode, {decode_tokens} tokens")
-    pre = chain(setup, inputs, int(inputs["prompt"]), f"Elementwise chain at prefill, {int(inputs['prompt']):,} tokens")
+    prefill = prefill_pass(setup, inputs)
+    dec = chain(
+        setup,
+        inputs,
+        decode_tokens,
+        f"Elementwise chain at decode, {decode_tokens} tokens",
+        (step.results["step_time"].value, "the decode step's roofline floor, below"),
+    )
+    pre = chain(
+        setup,
+        inputs,
+        prompt,
+        f"Elementwise chain at prefill, {prompt:,} tokens",
+        (prefill.results["prefill_time"].value, "the prompt pass's roofline floor, below"),
+    )
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     d, p = dec.results, pre.results
-    floor = step.results["step_time"].number
+    gpu_unfused = step.results["step_time"].number + d["unfused_chain_time"].number
     q = {
-        "dec_unf": answer.headline("decode_unfused_bytes", d["unfused_chain_bytes"].value, "byte"),
-        "dec_fus": answer.headline("decode_fused_bytes", d["fused_chain_bytes"].value, "byte"),
         "dec_launch": answer.headline("decode_launch_saving", d["fusion_launch_saving"].value, "second"),
-        "dec_saved": answer.headline("decode_time_saved", d["fusion_time_saved"].value, "second"),
-        "dec_share": Quantity(100 * d["fusion_time_saved"].number / floor),
-        "floor": answer.headline("decode_step_time", floor, "second"),
+        "cpu": answer.headline("decode_eager_launch_time", d["eager_launch_time"].value, "second"),
+        "gpu_work": answer.headline("decode_gpu_work", gpu_unfused, "second"),
+        "dec_step": Quantity(d["unfused_eager_step_time"].value, "second"),
+        "dec_saved": answer.headline("decode_step_saving", d["fusion_step_saving"].value, "second"),
+        "dec_share": Quantity(100 * d["fusion_step_saving"].number / d["unfused_eager_step_time"].number),
+        "dec_bytes_time": Quantity(d["unfused_chain_time"].number - d["fused_chain_time"].number, "second"),
         "pre_unf": answer.headline("prefill_unfused_bytes", p["unfused_chain_bytes"].value, "byte"),
         "pre_fus": answer.headline("prefill_fused_bytes", p["fused_chain_bytes"].value, "byte"),
-        "pre_bytes_time": Quantity(p["unfused_chain_time"].number - p["fused_chain_time"].number, "second"),
-        "pre_saved": answer.headline("prefill_time_saved", p["fusion_time_saved"].value, "second"),
+        "pre_saved": answer.headline("prefill_step_saving", p["fusion_step_saving"].value, "second"),
+        "pre_step": Quantity(p["unfused_eager_step_time"].value, "second"),
+        "pre_launch": Quantity(p["fusion_launch_saving"].value, "second"),
         "ew_i": answer.headline("elementwise_intensity", d["elementwise_intensity"].value, "FLOP/byte"),
         "ridge": Quantity(step.results["ridge_intensity"].value, "FLOP/byte"),
         "dec_t": Quantity(decode_tokens, "token"),
-        "pre_t": Quantity(int(inputs["prompt"]), "token"),
+        "pre_t": Quantity(prompt, "token"),
     }
+    launch_bound = d["eager_launch_time"].number > gpu_unfused
+    decode = (
+        "the CPU's launching ({cpu}) outlasts the GPU's work ({gpu_work}), so the step is launch-bound and the "
+        "{dec_launch} of launches fusion removes count: it saves {dec_saved} of the {dec_step} step, {dec_share} %."
+        if launch_bound
+        else "fusion removes {dec_launch} of launches, but launches run ahead of the GPU: the CPU's {cpu} of "
+        "launching hides behind the GPU's {gpu_work} of work, so the step saves only the bytes, {dec_saved} of "
+        "{dec_step} ({dec_share} %)."
+    )
     answer.summary = Prose(
         "summary",
         "A compiler turns the model graph into fewer, faster kernels, and kernel fusion matters most: elementwise "
-        "ops and norms do {ew_i}, far below the ridge ({ridge}), so each one is a round trip through HBM. Fusing the "
-        "chain cuts a prefill of {pre_t} from {pre_unf} to {pre_fus} of traffic, {pre_saved} a pass; at decode "
-        "({dec_t}) the bytes are few and fusion saves {dec_saved} a step, {dec_launch} of it in launches: "
-        "{dec_share} % of the {floor} step floor.",
+        "ops and norms do {ew_i}, far below the ridge ({ridge}), so each one is a round trip through HBM; "
+        "FlashAttention is the canonical case, keeping attention's score matrix on chip. Fusing the layers' chain "
+        "cuts a prefill of {pre_t} from {pre_unf} to {pre_fus} of traffic, {pre_saved} of the {pre_step} pass. At "
+        "decode ({dec_t}) the bytes are few: " + decode,
         q,
     )
+    _wrong_answers(answer, step, d, q, launch_bound)
+    _follow_up(answer, setup, inputs, step, q)
     answer.sections += [
         Section(f"Fusion at decode ({decode_tokens} tokens)", dec),
         Section(
-            f"Fusion at prefill ({int(inputs['prompt']):,} tokens)",
+            f"Fusion at prefill ({prompt:,} tokens)",
             pre,
             outro=(
                 Prose(
                     "text",
-                    "At prefill the bytes not moved save {pre_bytes_time}; the launches saved are "
-                    "the same as at decode.",
+                    "The launches fusion removes are the same {pre_launch} as at decode; the prompt pass's GPU work "
+                    "hides them, so what it saves is bytes.",
                     q,
-                ),
+                )
+                if p["eager_launch_time"].number < p["unfused_eager_step_time"].number
+                else Prose("text", "The launches fusion removes are the same {pre_launch} as at decode.", q),
             ),
         ),
         Section("The decode step it is compared with", step),
+        Section("The prompt pass it is compared with", prefill),
     ]
     labels = [
-        "decode: unfused chain bytes",
-        "decode: fused chain bytes",
-        "decode: launches saved",
-        "prefill: unfused chain bytes",
-        "prefill: fused chain bytes",
-        "prefill: launches saved",
+        "GPU work, chain unfused",
+        "GPU work, chain fused",
+        "CPU launching, unfused",
+        "CPU launching, fused",
     ]
     values = [
-        d["unfused_chain_time"].value,
-        d["fused_chain_time"].value,
-        d["fusion_launch_saving"].value,
-        p["unfused_chain_time"].value,
-        p["fused_chain_time"].value,
-        p["fusion_launch_saving"].value,
+        gpu_unfused,
+        step.results["step_time"].number + d["fused_chain_time"].number,
+        d["eager_launch_time"].number,
+        d["eager_launch_time"].number - d["fusion_launch_saving"].number,
     ]
     answer.figures.append(
         Figure(
             "fusion",
-            "Time per step of the layers' elementwise chains, unfused and fused, and "
-            "the launch overhead fusion removes, at decode and prefill.",
-            partial(_draw, labels, values, f"{setup.model.title} on {setup.gpu.name}"),
+            "One eager decode step: the GPU's work and the CPU's launching, unfused and fused. Launches run ahead "
+            "of the GPU, so the step takes the longer bar of each pair.",
+            partial(_draw, labels, values, f"{setup.model.title}, batch {decode_tokens}, on {setup.gpu.name}"),
         )
     )
     answer.takeaways += [
@@ -157,6 +203,80 @@ def build(inputs: Inputs) -> Answer:
     return answer
 
 
+def _wrong_answers(answer: Answer, step: Sheet, d: dict, q: dict[str, Quantity], launch_bound: bool) -> None:  # type: ignore[type-arg]
+    """Fusion's saving as candidates commonly get it wrong, each computed from the same sheets."""
+    summed, saved = d["fusion_time_saved"].number, d["fusion_step_saving"].number
+    if not launch_bound and summed > saved:
+        q["summed"] = Quantity(summed, "second")
+        q["summed_over"] = Quantity(summed / saved) if saved else Quantity("many")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Adding the {dec_launch} of launches fusion removes to the {dec_bytes_time} of bytes: {summed} a "
+                "decode step, {summed_over} times what it saves. Eager launches are asynchronous; the CPU's {cpu} "
+                "of launching runs behind the GPU's {gpu_work}, off the step's critical path.",
+                q,
+            )
+        )
+    elif launch_bound and saved > q["dec_bytes_time"].number:
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Counting only the bytes at decode: {dec_bytes_time} a step. The CPU's {cpu} of launching outlasts "
+                "the GPU's {gpu_work}, so the step is launch-bound and the launches removed are most of the "
+                "{dec_saved} saved.",
+                q,
+            )
+        )
+    gemm = q["gemm_i"] = Quantity(step.results["gemm_intensity"].value, "FLOP/byte")
+    if gemm.number < q["ridge"].number:
+        q["under"] = Quantity(q["ridge"].number / gemm.number)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Expecting fusion to make decode compute-bound: the weight matmuls still do {gemm_i}, {under} times "
+                "under the ridge. Fusion removes the activations' round trips, not the weight reads that set the "
+                "step.",
+                q,
+            )
+        )
+    q["all_time"] = Quantity(d["unfused_chain_time"].value, "second")
+    answer.wrong_answers.append(
+        Prose(
+            "wrong",
+            "Counting a fused chain as moving no bytes: {all_time} saved a decode step instead of {dec_bytes_time}. "
+            "The fused kernels still read each layer's input and write its output once.",
+            q,
+        )
+    )
+    del answer.wrong_answers[3:]
+
+
+def _follow_up(answer: Answer, setup: Setup, inputs: Inputs, step: Sheet, q: dict[str, Quantity]) -> None:
+    """FlashAttention at the prompt: the score matrices a naive kernel moves, against the chain's saving."""
+    try:
+        a = attention_memory(replace(setup, context=int(inputs["prompt"]))).results
+    except DeriveError:
+        return
+    scores = a["naive_score_bytes"].number
+    assert setup.gpu is not None
+    q["scores"] = Quantity(a["naive_score_bytes"].value, "byte/sequence")
+    q["flash"] = Quantity(a["flash_bytes"].value, "byte/sequence")
+    q["att_ratio"] = Quantity(a["traffic_ratio"].value)
+    q["t_scores"] = Quantity(scores / setup.gpu.bandwidth, "second")
+    q["bw"] = Quantity(setup.gpu.bandwidth, "byte/second")
+    answer.follow_up = FollowUp(
+        "And what does fusing attention save at that prompt?",
+        Prose(
+            "follow-up",
+            "Naive attention writes and reads back {scores} of score matrices for one prompt of {pre_t}, "
+            "{att_ratio} times the {flash} a tiled (FlashAttention) kernel moves: {t_scores} at {bw}, against "
+            "the {pre_saved} the chain's fusion saves. That is why attention is fused first.",
+            q,
+        ),
+    )
+
+
 # Assumed: a layer's elementwise chain (norms, residual adds, activation, rotary) as kernels, unfused and
 # fused, the launch cost of one kernel, and FLOPs per element. One place, shared with the slow-training answer.
 FUSION_ASSUMPTIONS = {
@@ -165,6 +285,9 @@ FUSION_ASSUMPTIONS = {
     "launch_overhead": "4 us",
     "elementwise_flops": "4 FLOP",
 }
+
+# Assumed: the kernels one layer launches per decode step, fusion or not (framework-to-gpu's count).
+LAUNCH_ASSUMPTIONS = {"kernels_per_layer": 15}
 
 QUESTION = Question(
     id="compiler-fusion",
@@ -180,6 +303,7 @@ QUESTION = Question(
         "batch": 8,
         "prompt": 4096,
         **FUSION_ASSUMPTIONS,
+        **LAUNCH_ASSUMPTIONS,
     },
     changeable=(
         "model",
@@ -192,6 +316,7 @@ QUESTION = Question(
         "fused_kernels",
         "launch_overhead",
         "elementwise_flops",
+        "kernels_per_layer",
     ),
     build=build,
 )

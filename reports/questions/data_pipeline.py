@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from derive.answers import Answer, Inputs, Question, assumed
+import math
+
+from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.derivations.common import aggregates, start
-from derive.sheet import Prose, Quantity, Section
+from derive.sheet import Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 from formulas import training as tr
 
@@ -65,6 +67,8 @@ def build(inputs: Inputs) -> Answer:
         "packed shards, then stream them with parallel workers, prefetching and pinned memory.",
         q,
     )
+    _wrong_answers(answer, sheet, q)
+    _follow_up(answer, sheet, q)
     answer.sections.append(Section("Tokens, bytes and workers the run needs", sheet))
     answer.takeaways += [
         Prose(
@@ -94,6 +98,76 @@ def build(inputs: Inputs) -> Answer:
         ),
     ]
     return answer
+
+
+def _wrong_answers(answer: Answer, sheet: Sheet, q: dict[str, Quantity]) -> None:
+    """The stall as candidates commonly diagnose it wrongly, each computed from the same sheet."""
+    r, v = sheet.results, sheet.values
+    load, step = r["batch_load_time"].number, r["training_step_time"].number
+    q["read"] = Quantity(r["batch_input_bytes"].number / v[tr.BW_io], "second")
+    q["store"] = Quantity(v[tr.BW_io], "byte/second")
+    q["batch_bytes"] = Quantity(r["batch_input_bytes"].value, "byte")
+    if q["read"].number < load / 2:
+        q["read_pct"] = Quantity(100 * q["read"].number / load)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Blaming storage: reading the batch's {batch_bytes} at {store} takes {read}, {read_pct} % of the "
+                "{load} load. Tokenising it online is the rest.",
+                q,
+            )
+        )
+    capacity = v[tr.w_ld] * v[tr.r_core]
+    if capacity >= r["training_token_rate"].number:
+        q["capacity"] = Quantity(capacity, "token/second")
+        q["loaders"] = Quantity(v[tr.w_ld])
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Concluding the loader keeps up because its {loaders} workers tokenise {capacity}, more than the "
+                "{rate} training consumes: without prefetching each batch still loads while the GPUs wait, idle "
+                "{idle_pct} % of the time.",
+                q,
+            )
+        )
+    # Twice the accelerators halve the step; the unprefetched load stays, so the idle share grows.
+    q["gpus2"] = Quantity(2 * v[tr.n_gpu])
+    q["step2"] = Quantity(step / 2, "second")
+    q["idle2_pct"] = Quantity(100 * load / (load + step / 2))
+    answer.wrong_answers.append(
+        Prose(
+            "wrong",
+            "Adding accelerators to go faster: {gpus2} of them halve the step to {step2}, but the load stays "
+            "{load}, so the GPUs idle {idle2_pct} % of the time instead of {idle_pct} %.",
+            q,
+        )
+    )
+    del answer.wrong_answers[3:]
+
+
+def _follow_up(answer: Answer, sheet: Sheet, q: dict[str, Quantity]) -> None:
+    """Prefetching overlaps the next batch's load with this step: the GPUs wait only for what the step cannot hide."""
+    r, v = sheet.results, sheet.values
+    load, step = r["batch_load_time"].number, r["training_step_time"].number
+    q["wait"] = Quantity(max(0, load - step), "second")
+    tokenise = step - q["read"].number  # the time a worker pool has left once the bytes are read
+    if load <= step:
+        text = (
+            "The next batch loads during this step: {load} against a {step} step, so the GPUs wait {wait} and the "
+            "idle share falls from {idle_pct} % to 0 %, as long as the loader stays ahead on average."
+        )
+    elif tokenise > 0:
+        q["workers_for_step"] = Quantity(math.ceil(v[tr.G_tok] / (v[tr.r_core] * tokenise)))
+        text = (
+            "The next batch loads during this step, but {load} is longer than the {step} step: the GPUs still wait "
+            "{wait} a step. {workers_for_step} loader workers bring the load under the step."
+        )
+    else:
+        text = (
+            "The next batch loads during this step, but reading its bytes alone takes {read}, longer than the {step} "
+            "step: the GPUs still wait {wait} a step until the data is pre-tokenised or the store is faster."
+        )
+    answer.follow_up = FollowUp("And with the next batch prefetched?", Prose("follow-up", text, q))
 
 
 QUESTION = Question(

@@ -8,14 +8,18 @@ the weights (T tokens through them) on the roofline.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 
 import sympy
 
 from derive import figures
-from derive.answers import Answer, Inputs, Question, assumed
+from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.catalog import dtype_bytes
-from derive.derivations.common import Setup, decode_inputs, start
+from derive.derivations import knee
+from derive.derivations.common import Setup, decode_inputs, model_library, start
+from derive.errors import DeriveError
+from derive.evaluation import evaluate
 from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 
@@ -206,7 +210,87 @@ def build(inputs: Inputs) -> Answer:
             "moves both roofs down but not the conclusion.",
         ),
     ]
+    _wrong_answers(answer, setup, step, q)
+    _follow_up(answer, setup, step, q)
     return answer
+
+
+def _wrong_answers(answer: Answer, setup: Setup, step: Sheet, q: dict[str, Quantity]) -> None:
+    """Decode's limit as candidates commonly get it wrong, each figure from the same sheets."""
+    r, v = step.results, step.values
+    t_mem, t_comp = r["memory_time"].number, r["compute_time"].number
+    if t_comp < t_mem:
+        q["compute_time"] = Quantity(t_comp, "second")
+        q["too_fast"] = Quantity(t_mem / t_comp)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Timing the step by its FLOPs at peak: {compute_time}, {too_fast} times too fast. Reading its "
+                "{step_bytes} takes {floor}, and nothing makes the bytes arrive sooner.",
+                q,
+            )
+        )
+    if v[sym.b_w] != 1:
+        q["per_byte"] = Quantity(r["gemm_intensity"].number * v[sym.b_w], "FLOP/byte")
+        q["b_w"] = Quantity(v[sym.b_w], "byte/parameter")
+        q["dtype"] = Quantity(setup.dtype)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Counting two FLOPs per byte instead of per weight: {per_byte} at batch 1, not {intensity}. Each "
+                "{dtype} weight is {b_w}.",
+                q,
+            )
+        )
+    batch = q["b"].number
+    if batch > 1 and q["batched"].number < q["ridge"].number:
+        q["batch_n"] = Quantity(batch)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Calling the batch of {b} compute-bound because it does {batch_n} times the FLOPs: its weight "
+                "matmuls reach only {batched}, still left of the ridge at {ridge}.",
+                q,
+            )
+        )
+
+
+def _follow_up(answer: Answer, setup: Setup, step: Sheet, q: dict[str, Quantity]) -> None:
+    """The batch where decode turns compute-bound: the weight GEMMs' short form, then the whole step's knee on the
+    same two roofs."""
+    library = model_library(setup.model)
+    v = step.values
+    q["ridge_batch"] = Quantity(sympy.ceiling(evaluate(library.get("ridge_tokens").expr, v, library)), "sequence")
+    assert setup.gpu is not None
+    try:
+        curve = knee(replace(setup, gpu=setup.gpu.with_overrides(flops=v[sym.P])))
+    except DeriveError:
+        return
+    found = curve.results["knee_batch"].value
+    q["context"] = Quantity(setup.context, "token/sequence")
+    if found is not None:
+        q["knee"] = Quantity(sympy.ceiling(found), "sequence")
+    whole = (
+        "the whole step never does at {context} of context: each sequence adds more time reading its KV than computing."
+        if found is None
+        else "the whole step turns at {knee}."
+    )
+    if setup.model.config.is_moe and (found is None or found >= q["ridge_batch"].number):
+        text = (
+            "Later than a dense model's {ridge_batch}, where 2B/b_w meets {ridge}: each expert sees only its routed "
+            "tokens. With those, the KV reads and attention counted, " + whole
+        )
+    elif setup.model.config.is_moe:
+        text = (
+            "Not at a dense model's {ridge_batch}, where 2B/b_w meets {ridge}: with the experts a batch touches, the "
+            "KV reads and attention counted, " + whole
+        )
+    else:
+        text = (
+            "Its weight matmuls reach the ridge at about {ridge_batch}, where 2B/b_w meets {ridge}; with the KV "
+            "reads and attention counted, " + whole
+        )
+    answer.follow_up = FollowUp("At what batch would decode turn compute-bound?", Prose("follow-up", text, q))
 
 
 QUESTION = Question(

@@ -6,9 +6,10 @@ from functools import partial
 import sympy
 
 from derive import figures
-from derive.answers import Answer, Inputs, Question, assumed
+from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.catalog import dtype_bytes
 from derive.derivations.common import (
+    Setup,
     accelerator,
     decode_inputs,
     model_notes,
@@ -17,13 +18,14 @@ from derive.derivations.common import (
 )
 from derive.derivations.sharding import activation_format
 from derive.errors import DeriveError, FitError
-from derive.sheet import Figure, Prose, Quantity, Section
-from derive.units import format_quantity
+from derive.sheet import Figure, Prose, Quantity, Section, Sheet
+from derive.units import format_quantity, to_base_factor
 from formulas import calibrated as cal
 from formulas import notation as sym
 from formulas import prefill as pf
 from formulas import sharding as sh
 from formulas import step_budget as sb
+from formulas.reads import W_read
 
 
 def _fraction(value: object, key: str) -> sympy.Rational:
@@ -33,8 +35,8 @@ def _fraction(value: object, key: str) -> sympy.Rational:
     return validate.number(value, key, f"--set {key}", low=0, high=1)
 
 
-def _sheet(inputs: Inputs):  # type: ignore[no-untyped-def]
-    setup = inputs.setup()
+def _sheet(inputs: Inputs, **overrides: object):  # type: ignore[no-untyped-def]
+    setup = inputs.setup(**overrides)
     model, gpu = setup.model, setup.gpu
     work = start("answer decode-floor-70b", f"Batch-1 decode floor of {model.title} on {gpu.title}", setup)
     decode_inputs(work, setup)
@@ -152,17 +154,32 @@ def build(inputs: Inputs) -> Answer:
         "layers": Quantity(v[sym.L], ""),
         "t_comp": Quantity(r["compute_time"].value, "second"),
     }
+    arch = setup.model.config
+    q["read"] = Quantity(v[W_read], "byte")
+    # A MoE token reads only its routed experts; the all-reduces exist only when the weights are split.
+    which = "every weight a token routes through" if arch.is_moe else "every weight"
+    reads = (
+        "Reading the {read} of weights a token multiplies through (its routed experts, not all {weights})"
+        if arch.is_moe
+        else "Reading the {read} of weights a token multiplies through"
+    )
+    where = "split over {n} x {gpu_name} at {bw} each" if v[sym.n] > 1 else "on one {gpu_name} at {bw}"
+    above = (
+        "Three things keep a real server above it: the KV cache of {context} of context ({t_k}), bandwidth below "
+        "peak ({t_eta} at an assumed {eta} of peak) and the tensor-parallel all-reduces ({t_ar})"
+        if v[sym.n] > 1
+        else "Two things keep a real server above it: the KV cache of {context} of context ({t_k}) and bandwidth "
+        "below peak ({t_eta} at an assumed {eta} of peak)"
+    )
     answer.summary = Prose(
         "summary",
-        "At batch 1 every weight is read once per token and used for two FLOPs, {i_w} against the {gpu}'s ridge of "
-        "{ridge}, so the tensor cores wait on memory. Reading {weights} of weights split over {n} x "
-        "{gpu_name} at {bw} each sets "
-        "the floor at {t_w} a token. Three things keep a real server above it: the KV cache of "
-        "{context} of context ({t_k}), "
-        "bandwidth below peak ({t_eta} at an assumed {eta} of peak) and the tensor-parallel all-reduces ({t_ar}), "
-        "for about {t_est} a token: the floor is {share} of it.",
+        f"At batch 1 {which} is read once per token and used for two FLOPs, {{i_w}} against the {{gpu}}'s ridge of "
+        f"{{ridge}}, so the tensor cores wait on memory. {reads}, {where}, sets the floor at {{t_w}} a token. "
+        f"{above}, for about {{t_est}} a token: the floor is {{share}} of it.",
         q,
     )
+    _wrong_answers(answer, setup, sheet, q)
+    _follow_up(answer, inputs, setup, q)
     answer.sections.append(
         Section(
             "The floor and what sits on top of it",
@@ -233,6 +250,93 @@ def build(inputs: Inputs) -> Answer:
         ),
     ]
     return answer
+
+
+def _wrong_answers(answer: Answer, setup: Setup, sheet: Sheet, q: dict[str, Quantity]) -> None:
+    """The floor as candidates commonly get it wrong, each computed from the same sheet."""
+    arch, v = setup.model.config, sheet.values
+    floor, n = q["t_w"].number, v[sym.n]
+    found: list[Prose] = []
+    if floor > q["t_comp"].number:
+        q["flop_under"] = Quantity(floor / q["t_comp"].number)
+        found.append(
+            Prose(
+                "wrong",
+                "Timing the token by its FLOPs at peak: {t_comp}, {flop_under} times too fast. At {i_w} the "
+                "tensor cores idle while the weights stream in, {t_w}.",
+                q,
+            )
+        )
+    if arch.is_moe and v[sym.W] > v[W_read]:
+        q["t_all"] = Quantity(floor * v[sym.W] / v[W_read], "second")
+        q["all_over"] = Quantity(v[sym.W] / v[W_read])
+        q["routed"], q["experts"] = Quantity(arch.experts_per_token), Quantity(arch.experts)
+        found.append(
+            Prose(
+                "wrong",
+                "Reading all {weights} of weights at batch 1: {t_all}, {all_over} times the floor. One token reads "
+                "only the {routed} of {experts} experts it is routed to in each layer.",
+                q,
+            )
+        )
+    if n > 1:
+        q["t_one"] = Quantity(floor * n, "second")
+        found.append(
+            Prose(
+                "wrong",
+                "Streaming all the weights through one {gpu_name}'s {bw}: {t_one}, {n} times the floor. Tensor "
+                "parallelism gives each of the {n} accelerators its own shard to read, all at once.",
+                q,
+            )
+        )
+    gib, gb = to_base_factor("GiB"), to_base_factor("GB")
+    q["read_gib"] = Quantity(v[W_read] / gib)
+    q["t_gib"] = Quantity(floor * gb / gib, "second")
+    q["gib_pct"] = Quantity(100 * (1 - gb / gib))
+    found.append(
+        Prose(
+            "wrong",
+            "Taking the {read_gib} GiB the weights occupy for as many GB: the floor comes out at {t_gib}, {gib_pct} % "
+            "too low. A GiB is 2^30 bytes, and bandwidth is quoted in decimal TB/s.",
+            q,
+        )
+    )
+    answer.wrong_answers += found[:3]
+
+
+def _follow_up(answer: Answer, inputs: Inputs, setup: Setup, q: dict[str, Quantity]) -> None:
+    """Weights in fp8 on the same accelerators: the reads shrink, the fixed costs stay."""
+    if dtype_bytes(setup.dtype) <= dtype_bytes("fp8"):
+        return
+    try:
+        _, sheet = _sheet(inputs, dtype="fp8", tp=int(q["n"].number))
+    except DeriveError:
+        return  # no fp8 figure for this accelerator: no follow-up rather than a guessed one
+    r = sheet.results
+    q["fp8_t_w"] = Quantity(r["weight_read_time"].value, "second")
+    q["fp8_est"] = Quantity(r["decode_step_estimate"].value, "second")
+    q["fp8_share"] = Quantity(r["decode_step_estimate"].number / q["t_est"].number)
+    fixed = []
+    if q["n"].number > 1:
+        fixed.append("the all-reduces' latency does not shrink")
+    if r["kv_read_time"].number == q["t_k"].number:
+        fixed.append("the cache stays as it was")
+    else:
+        fixed.append(
+            "the cache, stored in fp8 too, halves with them"
+            if 2 * r["kv_read_time"].number == q["t_k"].number
+            else "the cache shrinks with them"
+        )
+    where = "{n} x {gpu_name}" if q["n"].number > 1 else "{gpu_name}"
+    answer.follow_up = FollowUp(
+        "And with the weights in fp8?",
+        Prose(
+            "follow-up",
+            f"On the same {where} the weight reads fall from {{t_w}} to {{fp8_t_w}}, one byte a weight, and the "
+            f"estimate from {{t_est}} to {{fp8_est}}, {{fp8_share}} of it: " + " and ".join(fixed) + ".",
+            q,
+        ),
+    )
 
 
 QUESTION = Question(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from derive.answers import Answer, Inputs, Question, assumed
+from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.derivations.sharding import shard
-from derive.sheet import Prose, Quantity, Section
+from derive.evaluation import evaluate
+from derive.library import LIBRARY
+from derive.sheet import Prose, Quantity, Section, Sheet
 from formulas import notation as sym
+from formulas import sharding as sh
 
 _WORDS = {"compute": "compute", "hbm": "HBM", "network": "the network"}
 
@@ -24,8 +27,10 @@ def build(inputs: Inputs) -> Answer:
     ]
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     q: dict[str, Quantity] = {"slow": Quantity(slow, "byte/second")}
+    sheets: dict[str, Sheet] = {}
     for phase, link, setup in cases:
         sheet = shard(setup)
+        sheets[f"{phase}_{link}"] = sheet
         r = sheet.results
         key = f"{phase}_{link}"
         answer.headline(f"{key}_binding", r["binding"].value)
@@ -91,7 +96,80 @@ def build(inputs: Inputs) -> Answer:
             "slow_link); the decode case's network time is a floor for the same reason.",
         ),
     ]
+    _wrong_answers(answer, sheets, q)
+    _follow_up(answer, sheets, q)
     return answer
+
+
+def _wrong_answers(answer: Answer, sheets: dict[str, Sheet], q: dict[str, Quantity]) -> None:
+    """The three costs as candidates commonly get them wrong, each figure from the same sheets."""
+    decode, prefill = sheets["decode_nvlink"].values, sheets["prefill_slow"].values
+    library = LIBRARY
+    n = decode[sym.n]
+    if n > 2:  # at n = 2 a ring all-reduce sends exactly one copy
+        one_copy = prefill[sh.T_ffn] * prefill[sh.b_a] * prefill[sh.v_d]
+        net = library.get("ffn_network_time").expr
+        q["one_copy"] = Quantity(evaluate(net, {**prefill, sh.C_ar: one_copy}, library), "second")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Sizing the all-reduce as one copy of the output, T·d·b_a: over the slow link the prefill's comes "
+                "to {one_copy}, not {prefill_slow_t_network}. A ring all-reduce sends 2(n-1)/n of it from each "
+                "accelerator.",
+                q,
+            )
+        )
+    if n > 1:
+        hbm = library.get("ffn_hbm_time").expr
+        q["whole_hbm"] = Quantity(evaluate(hbm, {**decode, sh.W_gpu: decode[sh.W_ffn]}, library), "second")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Timing the decode read with the whole layer's {weights} on each accelerator: {whole_hbm}, not "
+                "{decode_nvlink_t_hbm}. Each holds and reads only its 1/n shard.",
+                q,
+            )
+        )
+    t_comp, t_hbm = decode[sh.t_ffn_comp], decode[sh.t_ffn_hbm]
+    if len(answer.wrong_answers) < 2 and t_comp < t_hbm:
+        q["decode_too_fast"] = Quantity(t_hbm / t_comp)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Timing the decode layer by its FLOPs: {decode_nvlink_t_compute}, {decode_too_fast} times too fast. "
+                "With {decode_tokens} the weight read, {decode_nvlink_t_hbm}, binds.",
+                q,
+            )
+        )
+
+
+def _follow_up(answer: Answer, sheets: dict[str, Sheet], q: dict[str, Quantity]) -> None:
+    """Both the all-reduce and the FLOPs grow in proportion to the chunk: their ratio over the slow link. On one
+    accelerator (no all-reduce), the chunk where compute overtakes HBM instead."""
+    v = sheets["prefill_slow"].values
+    if v[sym.n] < 2:
+        crossing = v.get(sh.T_cross)
+        if crossing is None:
+            return
+        q["crossing"] = Quantity(crossing, "token")
+        answer.follow_up = FollowUp(
+            "How many tokens must pass through the layer before compute binds?",
+            Prose("follow-up", "About {crossing}: below it the weight read binds, above it the arithmetic.", q),
+        )
+        return
+    ratio = v[sh.t_ffn_net] / v[sh.t_ffn_comp]
+    q["net_ratio"] = Quantity(ratio)
+    text = (
+        "No: the all-reduce and the FLOPs both grow in proportion to T, so over {slow} the all-reduce stays "
+        "{net_ratio} times the arithmetic at any chunk; keep the tensor-parallel group inside a node."
+        if ratio > 1
+        else "No longer chunk is needed: the all-reduce and the FLOPs both grow in proportion to T, and over "
+        "{slow} the all-reduce is already {net_ratio} of the arithmetic at any chunk."
+    )
+    answer.follow_up = FollowUp(
+        "Would a longer prefill chunk hide the slow link's all-reduce behind the arithmetic?",
+        Prose("follow-up", text, q),
+    )
 
 
 QUESTION = Question(

@@ -5,11 +5,12 @@ from functools import partial
 import numpy as np
 
 from derive import figures
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.architecture.layers import LatentAttention
 from derive.derivations import costs, params
-from derive.derivations.common import model_library
+from derive.derivations.common import Setup, model_library
 from derive.evaluation import over
-from derive.sheet import Figure, Prose, Quantity, Section, Work
+from derive.sheet import Figure, Prose, Quantity, Section, Sheet, Work
 from derive.units import format_quantity
 from formulas import flops as fl
 from formulas import notation as sym
@@ -74,16 +75,38 @@ def build(inputs: Inputs) -> Answer:
         "a": Quantity(v[sym.a], sym.a.unit),
         "model": Quantity(setup.model.title),
     }
+    arch = setup.model.config
+    # Where attention overtakes the weights past the positions the model was trained for, say so.
+    crossing, limit = r["attention_equals_weights_context"].value, arch.max_context
+    beyond = ""
+    if crossing is not None and limit and crossing > limit:
+        q["limit"] = Quantity(limit, "token")
+        beyond = ", past the {limit} the config allows"
+    lookups = "lookups and norms" if arch.tied else "the embedding lookup and the norms"
+    if arch.is_moe:
+        # 2N counts every expert; a token multiplies through only those it is routed to, so the rule overcounts.
+        q["n_idle"] = Quantity(v[sym.N] - v[sym.N_act], "parameter")
+        counts_what = (
+            "The rule counts the {n_idle} of the experts a token is not routed to and {n_na} that do no arithmetic "
+            f"({lookups}), and misses attention, which grows with context and equals the weight FLOPs at "
+            f"{{s_att}}{beyond}."
+        )
+    else:
+        counts_what = (
+            f"The rule counts {{n_na}} that do no arithmetic ({lookups}) and misses attention, which grows with "
+            f"context and equals the weight FLOPs at {{s_att}}{beyond}: from there on 2N is off by a factor of two or "
+            "more."
+        )
     answer.summary = Prose(
         "summary",
         "Each parameter a token multiplies through costs one multiply-accumulate, two FLOPs: from the config, "
         "{model} multiplies through {n_mm} of its {n}, so the weights cost {f}. Attention adds a fixed cost per "
         "cached token ({f_att} at {context}), for a full count of {f_tot} against the 2N rule's {f_2n}, a ratio "
-        "of {ratio}. The rule counts {n_na} that do no arithmetic (the embedding lookup and the norms) and misses "
-        "attention, which grows with context and equals the weight FLOPs at {s_att}: from there on 2N is off by "
-        "a factor of two or more.",
+        "of {ratio}. " + counts_what,
         q,
     )
+    _wrong_answers(answer, inputs, setup, q)
+    _follow_up(answer, sheet, q)
     answer.sections.append(
         Section(
             "Parameters from the config",
@@ -147,6 +170,80 @@ def build(inputs: Inputs) -> Answer:
         ),
     ]
     return answer
+
+
+def _wrong_answers(answer: Answer, inputs: Inputs, setup: Setup, q: dict[str, Quantity]) -> None:
+    """FLOPs per token as candidates commonly get them wrong, each computed from the same sheet."""
+    arch = setup.model.config
+    weights, total, rule = q["f"].number, q["f_tot"].number, q["f_2n"].number
+    q["f_mac"] = Quantity(weights / 2, "FLOP/token")
+    answer.wrong_answers.append(
+        Prose(
+            "wrong",
+            "Counting a multiply-accumulate as one FLOP: {f_mac}, half the {f} the weight matmuls "
+            "do. A MAC is a multiply and an add, two FLOPs.",
+            q,
+        )
+    )
+    if arch.is_moe and rule > total:
+        q["moe_over"] = Quantity(rule / total)
+        q["routed"] = Quantity(arch.experts_per_token)
+        q["experts"] = Quantity(arch.experts)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Applying 2N to all {n} of a mixture of experts: {f_2n}, {moe_over} times the full count. A token "
+                "multiplies through {n_mm}: {routed} of the {experts} experts a layer, plus the layers every token "
+                "uses.",
+                q,
+            )
+        )
+    if arch.kv_heads < arch.heads and not isinstance(arch.attention, LatentAttention):
+        # GQA shares K and V between query heads; every query head still scores and sums on its own.
+        q["f_att_gqa"] = Quantity(q["f_att"].number * arch.kv_heads / arch.heads, "FLOP/token")
+        q["heads"], q["kv_heads"] = Quantity(arch.heads), Quantity(arch.kv_heads)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Scaling attention's FLOPs down with GQA's {kv_heads} KV heads: {f_att_gqa} instead of {f_att}. GQA "
+                "shrinks the cache; each of the {heads} query heads still does its own scores and sums.",
+                q,
+            )
+        )
+    limit = arch.max_context
+    if limit and limit > setup.context:
+        at_limit = costs.flops(inputs.setup(context=limit)).results
+        longest = at_limit["flops_per_token"].number
+        if longest > rule:
+            q["limit"] = Quantity(limit, "token")
+            q["f_att_limit"] = Quantity(at_limit["attention_flops_per_token"].value, "FLOP/token")
+            q["f_tot_limit"] = Quantity(longest, "FLOP/token")
+            q["limit_under"] = Quantity(longest / rule)
+            answer.wrong_answers.append(
+                Prose(
+                    "wrong",
+                    "Using 2N at any context: at the {limit} the config allows, attention adds {f_att_limit} and "
+                    "the full count is {f_tot_limit}, {limit_under} times the rule's {f_2n}.",
+                    q,
+                )
+            )
+    del answer.wrong_answers[3:]
+
+
+def _follow_up(answer: Answer, sheet: Sheet, q: dict[str, Quantity]) -> None:
+    """A prompt pass: causal masking lets each prompt token attend only to those before it."""
+    average = sheet.results["prompt_attention_flops_per_token"].number
+    q["f_att_avg"] = Quantity(average, "FLOP/token")
+    q["f_prefill"] = Quantity(q["f"].number + average, "FLOP/token")
+    answer.follow_up = FollowUp(
+        "And per token of a prompt that long, at prefill?",
+        Prose(
+            "follow-up",
+            "{f_prefill}: under causal masking each prompt token attends only to the tokens before it, {f_att_avg} "
+            "of attention on average instead of {f_att}, while the weights still cost {f}.",
+            q,
+        ),
+    )
 
 
 QUESTION = Question(

@@ -5,12 +5,13 @@ from __future__ import annotations
 from functools import partial
 
 from derive import figures
-from derive.answers import Answer, Inputs, Question, assumed
-from derive.derivations.common import start
-from derive.sheet import Figure, Prose, Quantity, Section
+from derive.answers import Answer, FollowUp, Inputs, Question, assumed
+from derive.derivations.common import Setup, start
+from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import fusion as fu
 from formulas import launch as la
 from formulas import notation as sym
+from reports.questions.compiler_fusion import FUSION_ASSUMPTIONS, LAUNCH_ASSUMPTIONS
 from reports.questions.decode_bandwidth_bound import decode_step
 
 
@@ -18,16 +19,10 @@ def _draw(labels, values, title, stem):  # type: ignore[no-untyped-def]
     figures.bars(stem, labels, [float(v) * 1e6 for v in values], "time per decode step (µs)", title)
 
 
-def build(inputs: Inputs) -> Answer:
-    setup = inputs.setup()
-    step = decode_step(setup, inputs, f"The GPU's work in one decode step of {setup.model.title}")
-    floor = step.results["step_time"].number
+def launches(setup: Setup, inputs: Inputs, floor: object, kernels_per_layer: object) -> Sheet:
+    """One decode step's launches, eager and as a CUDA graph, against the GPU's roofline floor."""
     work = start("launches", f"Launching one decode step of {setup.model.title}: eager against a CUDA graph", setup)
-    work.given(
-        la.k_l,
-        assumed(inputs, "kernels_per_layer"),
-        "assumed: norms, projections, rotary, attention, activation, residual adds",
-    )
+    work.given(la.k_l, kernels_per_layer, "assumed: norms, projections, rotary, attention, activation, residual adds")
     work.given(fu.t_l, assumed(inputs, "launch_overhead", "second"), "assumed: eager dispatch and launch, per kernel")
     work.given(la.t_node, assumed(inputs, "graph_node_overhead", "second"), "assumed: per kernel inside a graph")
     work.given(sym.t_step, floor, "the roofline floor, from the decode step below")
@@ -40,7 +35,14 @@ def build(inputs: Inputs) -> Answer:
         "graph_saving",
     ):
         work.compute(work.library.get(name), name)
-    sheet = work.sheet
+    return work.sheet
+
+
+def build(inputs: Inputs) -> Answer:
+    setup = inputs.setup()
+    step = decode_step(setup, inputs, f"The GPU's work in one decode step of {setup.model.title}")
+    floor = step.results["step_time"].number
+    sheet = launches(setup, inputs, floor, assumed(inputs, "kernels_per_layer"))
     r = sheet.results
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     eager, graph = r["eager_step_time"].number, r["graph_step_time"].number
@@ -55,16 +57,26 @@ def build(inputs: Inputs) -> Answer:
         "model": Quantity(setup.model.title),
         "gpu": Quantity(setup.gpu.name if setup.gpu else ""),
     }
-    bound = "launch-bound" if r["eager_launch_time"].number > floor else "still GPU-bound"
+    q["batch"] = Quantity(setup.batch)
+    q["node"] = Quantity(sheet.values[la.t_node], "second")
+    bound = "launch-bound" if r["eager_launch_time"].number > floor else "GPU-bound"
     answer.summary = Prose(
         "summary",
         "In eager PyTorch each op dispatches to a kernel (often cuBLAS or cuDNN) that the CPU launches "
         "asynchronously on a CUDA stream; the GPU runs it as thread blocks across its SMs, reading HBM. A decode "
         "step of {model} launches {kernels} kernels, {launch} of CPU time, against a roofline floor of {floor} on "
-        f"the {{gpu}}: the step is {bound} ({{eager}}). A CUDA graph replays the step from one launch and brings it "
-        "to {graph}, saving {saved}; torch.compile also fuses the small ops into fewer Triton kernels.",
+        f"the {{gpu}}: the step is {bound} ({{eager}}). "
+        + (
+            "A CUDA graph replays the step from one launch and brings it to {graph}, saving {saved}; torch.compile "
+            "also fuses the small ops into fewer Triton kernels."
+            if r["graph_saving"].number > 0
+            else "A CUDA graph, which replays the step from one launch, would save nothing here: the GPU's work hides "
+            "every launch."
+        ),
         q,
     )
+    _wrong_answers(answer, r, q)
+    _follow_up(answer, setup, inputs, floor, q)
     answer.sections += [
         Section("Launch time per step, eager and graphed", sheet),
         Section("The GPU's own work: the roofline floor", step),
@@ -117,6 +129,72 @@ def build(inputs: Inputs) -> Answer:
     return answer
 
 
+def _wrong_answers(answer: Answer, r: dict, q: dict[str, Quantity]) -> None:  # type: ignore[type-arg]
+    """The step time as candidates commonly get it wrong, each computed from the same sheet."""
+    floor, launch, graph = q["floor"].number, q["launch"].number, r["graph_launch_time"].number
+    q["summed"] = Quantity(floor + launch, "second")
+    answer.wrong_answers.append(
+        Prose(
+            "wrong",
+            "Adding the launches to the GPU's work: {floor} + {launch} = {summed}. Launches are asynchronous: the "
+            "CPU queues kernels while the GPU runs earlier ones, so the step takes the longer of the two, {eager}.",
+            q,
+        )
+    )
+    if launch > floor:
+        q["too_fast"] = Quantity(launch / floor)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Timing the step by its roofline floor: {floor}, {too_fast} times too fast. At batch {batch} the "
+                "CPU cannot launch {kernels} kernels as fast as the GPU runs them.",
+                q,
+            )
+        )
+    else:
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Expecting a CUDA graph to speed this step up: it saves {saved}. The GPU's {floor} of work already "
+                "outlasts the CPU's {launch} of launching, so the launches were never on the critical path.",
+                q,
+            )
+        )
+    if graph > floor:
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Taking a CUDA graph to remove launch cost altogether: {floor}. A graph still spends {node} of GPU "
+                "time between its {kernels} kernels, so the step is {graph}.",
+                q,
+            )
+        )
+
+
+def _follow_up(answer: Answer, setup: Setup, inputs: Inputs, floor: object, q: dict[str, Quantity]) -> None:
+    """torch.compile fusing each layer's elementwise chain: fewer kernels to launch, eager or graphed."""
+    removed = assumed(FUSION_ASSUMPTIONS, "unfused_kernels") - assumed(FUSION_ASSUMPTIONS, "fused_kernels")
+    fewer = assumed(inputs, "kernels_per_layer") - removed
+    if fewer < 1:
+        return
+    r = launches(setup, inputs, floor, fewer).results
+    q["fused_k"] = Quantity(r["kernels_per_step"].value)
+    q["fused_eager"] = Quantity(r["eager_step_time"].value, "second")
+    q["fused_graph"] = Quantity(r["graph_step_time"].value, "second")
+    q["removed"] = Quantity(removed)
+    effect = (
+        "the eager step goes from {eager} to {fused_eager} and the graphed one from {graph} to {fused_graph}. "
+        "Fusion and graphs compound: one removes kernels, the other their CPU cost."
+        if r["eager_step_time"].number < q["eager"].number
+        else "the step stays {eager}, since the GPU's work already hides the launches: here fusion pays only in the "
+        "HBM bytes it saves (compiler-fusion)."
+    )
+    answer.follow_up = FollowUp(
+        "And if torch.compile fuses each layer's norms with their residual adds?",
+        Prose("follow-up", "Each layer launches {removed} kernels fewer, {fused_k} a step: " + effect, q),
+    )
+
+
 QUESTION = Question(
     id="framework-to-gpu",
     title="Walk me through how a model goes from framework code to running on a GPU.",
@@ -129,7 +207,7 @@ QUESTION = Question(
         "dtype": "bf16",
         "context": 1024,
         "batch": 1,
-        "kernels_per_layer": 15,
+        **LAUNCH_ASSUMPTIONS,
         "launch_overhead": "5 us",
         "graph_node_overhead": "1 us",
     },

@@ -1,8 +1,14 @@
 """Seed 000: sizing an 80 GB accelerator for Llama 2 13B with 2,048-token conversations."""
 
-from derive.answers import Answer, Inputs, Question
+import sympy
+
+from derive.answers import Answer, FollowUp, Inputs, Question
 from derive.derivations import costs
-from derive.sheet import Prose, Quantity, Section
+from derive.derivations.common import Setup, model_library
+from derive.errors import DeriveError
+from derive.evaluation import evaluate
+from derive.sheet import Prose, Quantity, Section, Sheet
+from formulas import notation as sym
 
 
 def build(inputs: Inputs) -> Answer:
@@ -48,7 +54,86 @@ def build(inputs: Inputs) -> Answer:
             "framework's own allocations commonly take several GB more.",
         ),
     ]
+    _wrong_answers(answer, setup, sheet, q)
+    _follow_up(answer, inputs, q)
     return answer
+
+
+def _fits(setup: Setup, sheet: Sheet, **changed: sympy.Expr) -> sympy.Expr:
+    """The library's count of sequences beside the weights, with some of its values changed (a mistake's)."""
+    library = model_library(setup.model)
+    values = {**sheet.values, **{getattr(sym, name): value for name, value in changed.items()}}
+    return max(evaluate(library.get("max_batch_by_memory").expr, values, library), sympy.Integer(0))
+
+
+def _wrong_answers(answer: Answer, setup: Setup, sheet: Sheet, q: dict[str, Quantity]) -> None:
+    """The sizing as candidates commonly get it wrong, each figure from the same sheet."""
+    arch, v = setup.model.config, sheet.values
+    q["no_weights"] = Quantity(_fits(setup, sheet, W=sympy.Integer(0)), "sequence")
+    answer.wrong_answers.append(
+        Prose(
+            "wrong",
+            "Dividing all {memory} by one conversation's cache, forgetting the weights: {no_weights}, not {fits}. "
+            "The {weights} of weights come off first.",
+            q,
+        )
+    )
+    plain = arch.is_plain and not arch.is_mla
+    if plain and q["fits"].number >= 1:
+        q["half_seq"] = Quantity(v[sym.kv_seq] / 2, "byte/sequence")
+        q["twice"] = Quantity(_fits(setup, sheet, kv_seq=v[sym.kv_seq] / 2), "sequence")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Caching only K, dropping the 2 in 2·L·d_h·n_kv: {half_seq}, so {twice} seem to fit. "
+                "Every layer caches a key and a value per token.",
+                q,
+            )
+        )
+    if plain and arch.kv_heads < arch.heads and q["fits"].number >= 1:
+        ratio = sympy.Rational(arch.heads, arch.kv_heads)
+        q["heads"], q["kv_heads"] = Quantity(arch.heads), Quantity(arch.kv_heads)
+        q["mha_seq"] = Quantity(v[sym.kv_seq] * ratio, "byte/sequence")
+        q["mha_fits"] = Quantity(_fits(setup, sheet, kv_seq=v[sym.kv_seq] * ratio), "sequence")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Caching all {heads} query heads, as if there were no GQA: {mha_seq}, and "
+                + ("only {mha_fits} fit." if q["mha_fits"].number >= 1 else "none fit.")
+                + " Only the {kv_heads} KV heads are cached.",
+                q,
+            )
+        )
+    del answer.wrong_answers[3:]  # the page holds three
+
+
+def _follow_up(answer: Answer, inputs: Inputs, q: dict[str, Quantity]) -> None:
+    """The first change to try: an 8-bit cache, the same sizing at --kv-dtype fp8."""
+    if inputs.get("kv_dtype") == "fp8":
+        return
+    try:
+        fp8 = costs.fit(inputs.setup(kv_dtype="fp8")).results
+    except DeriveError:
+        return
+    q["per_seq_fp8"] = Quantity(fp8["kv_bytes_per_sequence"].value, "byte/sequence")
+    q["fits_fp8"] = Quantity(fp8["max_sequences"].value, "sequence")
+    if q["weights"].number >= q["memory"].number:
+        text = (
+            "No help yet: the {weights} of weights leave no room for any cache, so first split them over more "
+            "accelerators or store them in fewer bits."
+        )
+    elif q["fits_fp8"].number < 1:
+        q["left"] = Quantity(q["memory"].number - q["weights"].number, "byte")
+        text = (
+            "Each conversation's cache falls to {per_seq_fp8}, still more than the {left} the weights leave: cap the "
+            "context or split over more accelerators."
+        )
+    else:
+        text = (
+            "Each conversation's cache falls to {per_seq_fp8}, so {fits_fp8} fit instead of {fits}; past that, "
+            "cap the context, split over more accelerators, or quantise the weights."
+        )
+    answer.follow_up = FollowUp("And with the cache in fp8?", Prose("follow-up", text, q))
 
 
 QUESTION = Question(

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import sympy
 
-from derive.answers import Answer, Inputs, Question
+from derive.answers import Answer, FollowUp, Inputs, Question
 from derive.derivations.common import Setup, decode_inputs, start
+from derive.errors import DeriveError
 from derive.sheet import Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 from formulas import prefill as pf
@@ -182,7 +183,69 @@ def build(inputs: Inputs) -> Answer:
             "computes, and launch overheads can hide both.",
         ),
     ]
+    _wrong_answers(answer, step, q, prefill_measured["flops_fraction"])
+    _follow_up(answer, inputs, step, prefill_point, q)
     return answer
+
+
+def _wrong_answers(answer: Answer, step: Sheet, q: dict[str, Quantity], prefill_fraction: float) -> None:
+    """The demonstration as candidates commonly get it wrong, each figure from the same sheets."""
+    r = step.results
+    t_mem, t_comp = r["memory_time"].number, r["compute_time"].number
+    q["prefill_fraction"] = Quantity(sympy.Float(prefill_fraction * 100, 3))
+    q["mac_fraction"] = Quantity(q["prefill_fraction"].number / 2)
+    answer.wrong_answers.append(
+        Prose(
+            "wrong",
+            "Counting one FLOP per multiply-accumulate (N a token, not 2N): the measured prefill then reaches only "
+            "{mac_fraction} % of the matmul ceiling, not {prefill_fraction} %, and looks further from its roof "
+            "than it is.",
+            q,
+        )
+    )
+    if t_comp < t_mem:
+        q["flops_share"] = Quantity(t_comp / t_mem * 100)
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Pointing at GPU utilisation: a decode step keeps the GPU busy, yet even at its floor it does only "
+                "{flops_share} % of peak FLOP/s. Utilisation counts time a kernel runs, not which roof it meets.",
+                q,
+            )
+        )
+
+
+def _follow_up(answer: Answer, inputs: Inputs, step: Sheet, prefill_point: Sheet, q: dict[str, Quantity]) -> None:
+    """The same two phases with the model in bf16, on the tensor cores' roof."""
+    if inputs.get("dtype") == "bf16" or inputs.get("peak_flops"):
+        return
+    try:
+        setup = inputs.setup(batch=1, dtype="bf16", kv_dtype="bf16")
+        bf16 = decode_step(setup, inputs, "A batch-1 decode step in bf16")
+        point = placement(setup, inputs, setup.prompt, "Prefill in bf16")
+    except DeriveError:
+        return
+    ridge = bf16.results["ridge_intensity"].number
+    if bf16.results["gemm_intensity"].number >= ridge:
+        return
+    q["bf16_ridge"] = Quantity(ridge, "FLOP/byte")
+    q["bf16_time"] = Quantity(bf16.results["memory_time"].value, "second")
+    q["bf16_prefill"] = Quantity(point.results["gemm_intensity"].value, "FLOP/byte")
+    side = "is right of it" if q["bf16_prefill"].number > ridge else "is left of it: use a longer prompt"
+    answer.follow_up = FollowUp(
+        "And with the model in bf16?",
+        Prose(
+            "follow-up",
+            (
+                "The ridge moves from {ridge} to {bf16_ridge}"
+                if ridge != q["ridge"].number
+                else "The ridge stays at {ridge} (the matmuls already ran at the bf16 peak)"
+            )
+            + " and a batch-1 decode step's floor from {decode_time} to {bf16_time}: decode stays left of it, and a "
+            "prefill of {prompt}, at {bf16_prefill}, " + side + ".",
+            q,
+        ),
+    )
 
 
 QUESTION = Question(

@@ -3,9 +3,12 @@ HFU against MFU, and the profiling signals."""
 
 from __future__ import annotations
 
-from derive.answers import Answer, Inputs, Question, assumed
+from dataclasses import replace
+
+from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.derivations import costs
 from derive.derivations.attention_memory import attention_memory
+from derive.derivations.common import Setup
 from derive.derivations.utilisation import utilisation
 from derive.sheet import Prose, Quantity, Section
 from reports.questions.compiler_fusion import FUSION_ASSUMPTIONS, chain
@@ -19,7 +22,7 @@ def build(inputs: Inputs) -> Answer:
         setup, inputs, int(inputs["prompt"]), f"A training or prefill matmul over {inputs['prompt']:,} tokens"
     )
     small = chain(setup, inputs, int(inputs["prompt"]), f"Elementwise ops and norms over {inputs['prompt']:,} tokens")
-    attention = attention_memory(setup.__class__(**{**setup.__dict__, "context": int(inputs["prompt"])}))
+    attention = attention_memory(replace(setup, context=int(inputs["prompt"])))
     measured = assumed(inputs, "measured_step_time", "second")
     recompute = assumed(inputs, "recompute_fraction")
     # The measured step is a serving (decode) step, which recomputes nothing: its HFU is its MFU. Recomputation
@@ -44,7 +47,7 @@ def build(inputs: Inputs) -> Answer:
         "rc_pct": Quantity(100 * recompute),
         "rc_factor": answer.headline("training_hfu_over_mfu", 1 + recompute),
         "prompt": Quantity(int(inputs["prompt"]), "token"),
-        "batch": Quantity(setup.batch, "sequence"),
+        "batch": Quantity(setup.batch),
     }
     for key in ("mbu", "mfu", "hfu"):
         answer.headline(key, u[key].value)
@@ -62,6 +65,8 @@ def build(inputs: Inputs) -> Answer:
         "tensor-core use.",
         q,
     )
+    _wrong_answers(answer, setup, a, q)
+    _follow_up(answer, setup, int(inputs["prompt"]), q)
     answer.sections += [
         Section("Decode kernels against the ridge", decode),
         Section("A large matmul against the ridge", big),
@@ -83,7 +88,7 @@ def build(inputs: Inputs) -> Answer:
             intro=(
                 Prose(
                     "text",
-                    "Assumed: a measured step of {measured} at {batch}, with {rc_pct} % of the "
+                    "Assumed: a measured step of {measured} at batch {batch}, with {rc_pct} % of the "
                     "model FLOPs executed again, as activation checkpointing does in training.",
                     q,
                 ),
@@ -130,6 +135,64 @@ def build(inputs: Inputs) -> Answer:
         ),
     ]
     return answer
+
+
+def _wrong_answers(answer: Answer, setup: Setup, a: dict, q: dict[str, Quantity]) -> None:  # type: ignore[type-arg]
+    """The slow run as candidates commonly diagnose it wrongly, each computed from the same sheets."""
+    q["hfu_wrong"] = Quantity(q["mfu_pct"].number * q["rc_factor"].number)
+    answer.wrong_answers.append(
+        Prose(
+            "wrong",
+            "Applying training's recomputation to the serving step: HFU {hfu_wrong} %, {rc_factor} times its MFU. "
+            "A decode step runs the forward pass once and recomputes nothing: its HFU is its MFU, {mfu_pct} %.",
+            q,
+        )
+    )
+    if q["mfu_pct"].number < q["mbu_pct"].number <= 100:  # above 100 % the measured step beats the floor
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Judging the serving step by its MFU: {mfu_pct} % reads as a slow GPU, but a decode step at batch "
+                "{batch} is bound by bytes, and its MBU, {mbu_pct} %, is the figure to judge it by.",
+                q,
+            )
+        )
+    assert setup.gpu is not None
+    if a["naive_score_bytes"].number > 0:
+        q["t_scores"] = Quantity(a["naive_score_bytes"].number / setup.gpu.bandwidth, "second")
+        answer.wrong_answers.append(
+            Prose(
+                "wrong",
+                "Blaming naive attention's FLOPs: a tiled kernel does the same matmuls. What it removes is the "
+                "{scores} of score matrices through HBM, {t_scores} a prompt at the datasheet bandwidth.",
+                q,
+            )
+        )
+    del answer.wrong_answers[3:]
+
+
+def _follow_up(answer: Answer, setup: Setup, prompt: int, q: dict[str, Quantity]) -> None:
+    """A prompt twice as long: the naive score matrices grow with its square, the tiled traffic with its length."""
+    longer = 2 * prompt
+    limit = setup.model.config.max_context
+    if limit and longer > limit:
+        return
+    a = attention_memory(replace(setup, context=longer)).results
+    q["prompt2"] = Quantity(longer, "token")
+    q["scores2"] = Quantity(a["naive_score_bytes"].value, "byte/sequence")
+    q["flash2"] = Quantity(a["flash_bytes"].value, "byte/sequence")
+    q["grow"] = Quantity(a["naive_score_bytes"].number / q["scores"].number)
+    q["flash_grow"] = Quantity(a["flash_bytes"].number / q["flash"].number)
+    answer.follow_up = FollowUp(
+        "And with prompts twice as long?",
+        Prose(
+            "follow-up",
+            "At {prompt2} the naive score matrices are {scores2}, {grow} times, since every token scores every "
+            "other; the tiled kernel moves {flash2}, {flash_grow} times. The longer the prompt, the more a "
+            "non-fused attention kernel dominates the step.",
+            q,
+        ),
+    )
 
 
 QUESTION = Question(
