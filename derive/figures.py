@@ -6,6 +6,7 @@ expressions) and only draws them; axis labels carry units.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -177,16 +178,36 @@ def series(
     save(fig, stem)
 
 
-def bars(stem: Path, labels: Sequence[str], values: Sequence[float], unit_label: str, title: str) -> None:
-    """A horizontal bar chart (a time or byte budget)."""
+def bars(
+    stem: Path,
+    labels: Sequence[str],
+    values: Sequence[float] | Mapping[str, Sequence[float]],
+    unit_label: str,
+    title: str,
+    log: bool = False,
+) -> None:
+    """A horizontal bar chart (a time or byte budget); with a mapping, one bar per series in each group."""
     plt = pyplot()
     fig, ax = plt.subplots()
-    positions = list(range(len(labels)))
-    ax.barh(positions, values, color="C0")
-    ax.set_yticks(positions, labels=list(labels), fontsize=8)
+    grouped = values if isinstance(values, Mapping) else {"": values}
+    height = 0.8 / len(grouped)
+    for i, (name, series_values) in enumerate(grouped.items()):
+        positions = [p - 0.4 + height * (i + 0.5) for p in range(len(labels))]
+        ax.barh(positions, list(series_values), height=height, color=f"C{i % 10}", label=name or None)
+    ax.set_yticks(list(range(len(labels))), labels=list(labels), fontsize=8)
     ax.invert_yaxis()
+    if log:
+        ax.set_xscale("log")
+        # Bars start at the decade below the smallest, so their lengths read as orders of magnitude.
+        shown = [v for series_values in grouped.values() for v in series_values if v > 0]
+        if shown:
+            ax.set_xlim(left=10 ** math.floor(math.log10(min(shown))))
+    if any(v < 0 for series_values in grouped.values() for v in series_values):
+        ax.axvline(0, color="grey", lw=0.8)
     ax.set_xlabel(unit_label)
     ax.set_title(title, fontsize=10)
+    if len(grouped) > 1:
+        ax.legend(fontsize=8)
     save(fig, stem)
 
 

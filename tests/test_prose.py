@@ -73,6 +73,9 @@ def _claims(answer, text):  # type: ignore[no-untyped-def]
     if crossing is not None and config is not None and config.max_context:
         if (crossing > config.max_context) != ("the config allows" in text):
             wrong.append("places attention's crossing within the model's positions, or past them, wrongly")
+    mbu = _value(answer, "mbu")
+    if mbu is not None and (mbu > 1) != ("passes 100 %" in text):
+        wrong.append("an MBU past 100 % goes unflagged, or one below it is flagged")
     fits = _value(answer, "max_batch_by_memory")
     if fits is not None and fits < 1 and "caps the batch at" in text:
         wrong.append("caps a batch that does not fit at all")

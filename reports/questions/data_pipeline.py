@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
+from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.derivations.common import aggregates, start
-from derive.sheet import Prose, Quantity, Section, Sheet
+from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 from formulas import training as tr
+
+
+def _draw(times, title, stem):  # type: ignore[no-untyped-def]
+    figures.bars(stem, list(times), [float(v) for v in times.values()], "seconds per step (log scale)", title, True)
 
 
 def build(inputs: Inputs) -> Answer:
@@ -69,6 +75,20 @@ def build(inputs: Inputs) -> Answer:
     )
     _wrong_answers(answer, sheet, q)
     _follow_up(answer, sheet, q)
+    read = q["read"].number
+    times = {
+        "training step (GPUs)": r["training_step_time"].number,
+        "batch load: reading the bytes": read,
+        "batch load: tokenising": r["batch_load_time"].number - read,
+    }
+    answer.figures.append(
+        Figure(
+            "stall",
+            "One optimiser step against the time to load its batch, read and tokenised; unprefetched, the GPUs "
+            "wait for the whole load.",
+            partial(_draw, times, f"{q['gpus'].value} x {setup.gpu.name} training {setup.model.title}"),
+        )
+    )
     answer.sections.append(Section("Tokens, bytes and workers the run needs", sheet))
     answer.takeaways += [
         Prose(

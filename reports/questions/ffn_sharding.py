@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+from functools import partial
+
+from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.derivations.sharding import shard
 from derive.evaluation import evaluate
 from derive.library import LIBRARY
-from derive.sheet import Prose, Quantity, Section, Sheet
+from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 from formulas import sharding as sh
 
 _WORDS = {"compute": "compute", "hbm": "HBM", "network": "the network"}
+
+
+def _draw(labels, costs, title, stem):  # type: ignore[no-untyped-def]
+    # A log axis has no zero: a cost that is not there (no all-reduce on one accelerator) draws no bar.
+    shown = {k: [float(v) * 1e6 if v > 0 else float("nan") for v in vs] for k, vs in costs.items()}
+    figures.bars(stem, labels, shown, "time (µs, log scale)", title, log=True)
 
 
 def build(inputs: Inputs) -> Answer:
@@ -71,6 +80,18 @@ def build(inputs: Inputs) -> Answer:
         "the GPUs' own link ({prefill_nvlink_t_network} of all-reduce). Over a slow inter-node link of {slow} "
         "the same all-reduce takes {prefill_slow_t_network}, and {prefill_slow_binding} binds.",
         q,
+    )
+    cases_shown = [f"{phase}, {'NVLink' if link == 'nvlink' else 'slow link'}" for phase, link, _ in cases]
+    costs = {
+        name: [sheets[f"{phase}_{link}"].results[t].number for phase, link, _ in cases]
+        for name, t in (("compute", "t_compute"), ("HBM", "t_hbm"), ("network", "t_network"))
+    }
+    answer.figures.append(
+        Figure(
+            "costs",
+            "One FFN layer's three costs in each case: the longest bar binds.",
+            partial(_draw, cases_shown, costs, f"{q['n'].value} x {q['gpu'].value}, one FFN layer"),
+        )
     )
     answer.takeaways += [
         Prose(

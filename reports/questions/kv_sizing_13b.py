@@ -1,14 +1,21 @@
 """Seed 000: sizing an 80 GB accelerator for Llama 2 13B with 2,048-token conversations."""
 
+from functools import partial
+
 import sympy
 
+from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question
 from derive.derivations import costs
 from derive.derivations.common import Setup, model_library
 from derive.errors import DeriveError
 from derive.evaluation import evaluate
-from derive.sheet import Prose, Quantity, Section, Sheet
+from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import notation as sym
+
+
+def _draw(budget, title, stem):  # type: ignore[no-untyped-def]
+    figures.bars(stem, list(budget), [float(v) / 1e9 for v in budget.values()], "GB", title)
 
 
 def build(inputs: Inputs) -> Answer:
@@ -35,6 +42,20 @@ def build(inputs: Inputs) -> Answer:
         )
     answer.summary = Prose("summary", text, q)
     answer.sections.append(Section("Weights, cache and what fits", sheet))
+    held = max(0, int(r["max_sequences"].number))
+    budget = {
+        "accelerator memory": memory.number,
+        "weights": weights.number,
+        f"KV cache, {held:,} sequences": held * per_seq.number,
+        "left over": max(0, memory.number - weights.number - held * per_seq.number),
+    }
+    answer.figures.append(
+        Figure(
+            "memory",
+            "Where the memory goes: the weights, the caches of the conversations that fit, and what is left over.",
+            partial(_draw, budget, f"{setup.model.title} ({setup.dtype}) on {sheet.inputs['tp']} x {setup.gpu.name}"),
+        )
+    )
     answer.takeaways += [
         Prose(
             "takeaway",

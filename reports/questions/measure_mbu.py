@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import sympy
 
+from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.derivations.common import model_library
 from derive.derivations.utilisation import utilisation
-from derive.sheet import Prose, Quantity, Section, Work
+from derive.sheet import Figure, Prose, Quantity, Section, Work
+from derive.units import format_quantity
 from formulas import notation as sym
 from formulas import prefill as pf
 from formulas import step_budget as sb
@@ -16,6 +20,10 @@ from formulas import utilisation as u
 
 def _points(value):  # type: ignore[no-untyped-def]
     return Quantity(value * 100)
+
+
+def _draw(readings, title, stem):  # type: ignore[no-untyped-def]
+    figures.bars(stem, list(readings), [100 * float(v) for v in readings.values()], "MBU (%)", title)
 
 
 def build(inputs: Inputs) -> Answer:
@@ -73,6 +81,27 @@ def build(inputs: Inputs) -> Answer:
         ttft=Quantity(v[pf.ttft], "second"),
         wall_t=Quantity(v[sb.t_wall], "second"),
     )
+    readings = {
+        "right: per-accelerator bytes, decode step": right,
+        "KV reads ignored": v[sb.U_nokv],
+        "KV at the prompt length": v[sb.U_kvp],
+        "all accelerators' bytes over one's bandwidth": v[sb.U_tot],
+        "wall time with the prompt pass": v[sb.U_wall],
+        f"{moe_setup.model.title}: experts touched (right)": mv[u.U_mem],
+        f"{moe_setup.model.title}: every expert counted": mv[sb.U_all],
+    }
+    answer.figures.append(
+        Figure(
+            "readings",
+            "The MBU a dashboard reports with each operand mistake, against the right reading; past 100 % a "
+            "reading is impossible and gives its mistake away.",
+            partial(
+                _draw,
+                readings,
+                f"{setup.model.title} on {setup.gpu.name}, a {format_quantity(v[u.t_meas], 'second')} step",
+            ),
+        )
+    )
     answer.summary = Prose(
         "summary",
         "MBU is the bytes a step must read per accelerator over what peak bandwidth moves in the measured step: time "
@@ -80,7 +109,13 @@ def build(inputs: Inputs) -> Answer:
         "per accelerator), divide by {bw}: {mbu} %. Six operand mistakes move it, in points: KV reads ignored "
         "{no_kv}; KV counted at the prompt length {kv_prompt}; all accelerators' bytes over one's bandwidth "
         "{total_bytes}; wall time with the prompt pass {wall}; MFU against the sparse headline {sparse}; all "
-        "experts counted for {moe_model} {moe}.",
+        "experts counted for {moe_model} {moe}."
+        + (
+            " Here the right reading itself passes 100 %: the assumed {t} is faster than this model can step on "
+            "this hardware, so time the step on the server (--set measured_step_time=...) before reading its MBU."
+            if right > 1
+            else ""
+        ),
         q,
     )
     answer.sections.append(

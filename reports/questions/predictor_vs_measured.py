@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import tomllib
+from functools import partial
 from pathlib import Path
 
 import sympy
 
+from derive import figures as plots
 from derive.answers import Answer, FollowUp, Inputs, Question
 from derive.derivations.common import model_library
 from derive.derivations.costs import predict
 from derive.errors import DeriveError
 from derive.evaluation import evaluate
-from derive.sheet import Prose, Quantity, Section, Work
+from derive.sheet import Figure, Prose, Quantity, Section, Work
 from derive.units import format_quantity, parse_quantity
 from formulas import prefill as pf
 from formulas import step_budget as sb
@@ -112,6 +114,10 @@ def _median(values: list[sympy.Expr]) -> sympy.Expr:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
+def _draw(labels, errors, stem):  # type: ignore[no-untyped-def]
+    plots.bars(stem, labels, errors, "error against the measurement (%)", "Predicted against measured")
+
+
 def _title(entry, setup) -> str:  # type: ignore[no-untyped-def]
     return (
         f"{entry['id']}: {setup.model.title}, {entry['count']} x {setup.gpu.name}, {entry['dtype']}, "
@@ -183,6 +189,19 @@ def build(inputs: Inputs) -> Answer:
         answer.headline(f"{name}_median_abs_error_percent", median)
     answer.headline("max_efficiency", max(etas))
     answer.headline("min_efficiency", min(etas))
+    labels = [f"{entry['id']}: {setup.model.name}, {entry['kind'].replace('_', ' ')}" for entry, setup, *_ in rows]
+    errors_by_kind = {
+        name: [float(e[kind]) for e in errors]
+        for name, kind in (("floor", "floor"), ("calibrated", "calibrated"), ("aiconfigurator", "profiled"))
+    }
+    answer.figures.append(
+        Figure(
+            "errors",
+            "Each predictor's error against each published measurement, in per cent of the measured figure "
+            "(0 is exact): the floor, the calibrated estimate and aiconfigurator's profiled value.",
+            partial(_draw, labels, errors_by_kind),
+        )
+    )
     answer.summary = Prose(
         "summary",
         "The predictor is the roofline twice: TTFT = max(weights read, prompt FLOPs at peak), TPOT = max(step bytes "

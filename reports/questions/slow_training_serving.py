@@ -62,7 +62,13 @@ def build(inputs: Inputs) -> Answer:
         "(batch {batch}) reads MFU {mfu_pct} %, and HFU the same, since decode recomputes nothing; a training step "
         "that recomputes {rc_pct} % of its FLOPs (activation checkpointing) reports HFU {rc_factor} times its MFU, "
         "so judge training by MFU. Then profile: timeline gaps, and per-kernel achieved bandwidth against "
-        "tensor-core use.",
+        "tensor-core use."
+        + (
+            " (Its MBU, {mbu_pct} %, passes 100 %: the assumed {measured} is faster than this model's floor here, so "
+            "set the step you measured with --set measured_step_time=...)."
+            if u["mbu"].number > 1
+            else ""
+        ),
         q,
     )
     _wrong_answers(answer, setup, a, q)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import sympy
 
+from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.derivations.claim import claim
 from derive.derivations.common import model_library
 from derive.errors import DeriveError
 from derive.evaluation import evaluate
-from derive.sheet import Prose, Quantity, Section, Work
+from derive.sheet import Figure, Prose, Quantity, Section, Work
 from formulas import claim as cl
 from formulas import notation as sym
 from formulas import reads
@@ -35,6 +37,10 @@ def _realistic(setup):  # type: ignore[no-untyped-def]
 
 
 _SMALLEST_SERVED_BITS = 4  # int4 and fp4 weights (AWQ, GPTQ, NVFP4): the narrowest formats served at scale
+
+
+def _draw(rates, title, stem):  # type: ignore[no-untyped-def]
+    figures.bars(stem, list(rates), [float(v) for v in rates.values()], "tokens/s per user (log scale)", title, True)
 
 
 def build(inputs: Inputs) -> Answer:
@@ -77,6 +83,18 @@ def build(inputs: Inputs) -> Answer:
     q["realistic"] = answer.headline("calibrated_tokens_per_s_per_user", realistic, "token/second/sequence")
     q["realistic_dtype"] = Quantity(realistic_dtype)
     q["realistic_floor"] = q["floor"] if realistic_dtype == setup.dtype else q["floor_q"]
+    rates = {"the claim": q["claim"].number, f"floor, {setup.dtype}": q["floor"].number}
+    rates[f"floor, {inputs['alt_dtype']}"] = q["floor_q"].number
+    if realistic is not None:
+        rates[f"calibrated, {realistic_dtype}"] = q["realistic"].number
+    answer.figures.append(
+        Figure(
+            "claim",
+            "Tokens per second one user sees: the claim against the bandwidth floor in each precision and the "
+            "calibrated estimate. A claim past every floor is an aggregate over users, not one user's speed.",
+            partial(_draw, rates, f"{setup.model.title} on {q['n'].value} x {setup.gpu.name}"),
+        )
+    )
     bits_suffice = float(r["required_bits_per_weight"].number) >= _SMALLEST_SERVED_BITS
     within = float(r["claim_over_floor"].number) <= 1
     q["headroom"] = Quantity(1 / r["claim_over_floor"].number if within else None)
