@@ -16,6 +16,7 @@ from tests.interview import built
 @pytest.mark.parametrize("question", list(answers.questions()))
 def test_every_answer_gives_wrong_answers_and_a_follow_up(question):
     answer = built(question)
+    assert answer.figures, question  # the answer's page shows its figure
     assert 2 <= len(answer.wrong_answers) <= 3, question  # the few an interviewer hears, on one page
     assert answer.follow_up is not None and answer.follow_up.question.endswith("?")
     for item in [*answer.wrong_answers, answer.follow_up.answer]:

@@ -158,7 +158,9 @@ def knee(setup: Setup) -> Sheet:
     )
     if not setup.model.config.is_moe:  # a MoE step's expert reads grow with the batch: no ridge short form
         short_form(work, None if knee_value is None else knee_value * work.values[sym.tau], "the knee's tokens B·τ")
-    if limit_value is None:
+    if limit_value is None and knee_value is None:
+        limit_note = "the two slopes never cross at a positive context: no knee at any context"
+    elif limit_value is None:
         limit_note = "attention alone is compute-bound here (a/k above the ridge P/BW): a knee exists at any context"
     else:
         limit_note = f"a knee exists only below {format_quantity(limit_value, sym.S.unit)} of context"

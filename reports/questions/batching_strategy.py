@@ -140,7 +140,13 @@ def build(inputs: Inputs) -> Answer:
         "Continuous batching. Static batching waits for a full batch and dynamic batching caps that wait, but both "
         "finish a batch together, so a short reply waits for its longest neighbour. With replies uniform between "
         "{lo} and {hi} and {seats} at once, a batch runs for its expected longest reply, {longest}, while a seat "
-        "yields {mean} on average: only {util_pct} % of seat-steps produce a token, so static batching gives "
+        "yields {mean} on average: "
+        + (
+            "only {util_pct} % of seat-steps produce a token"
+            if q["util_pct"].number < 100
+            else "every seat-step produces a token (the replies are equal)"
+        )
+        + ", so static batching gives "
         "{static} against {continuous} when continuous batching (Orca's iteration-level scheduling) refills each "
         "seat the step after its reply ends.",
         q,

@@ -76,9 +76,15 @@ def build(inputs: Inputs) -> Answer:
         "Write the three costs down and compare times: the largest binds. On {n} x {gpu}, a decode step of "
         "{decode_tokens} through one FFN layer ({weights} of weights) takes {decode_nvlink_t_hbm} to read from HBM "
         "against {decode_nvlink_t_compute} of arithmetic, so {decode_nvlink_binding} binds; a prefill chunk of "
-        "{prefill_tokens} needs {prefill_nvlink_t_compute} of arithmetic, and {prefill_nvlink_binding} binds over "
-        "the GPUs' own link ({prefill_nvlink_t_network} of all-reduce). Over a slow inter-node link of {slow} "
-        "the same all-reduce takes {prefill_slow_t_network}, and {prefill_slow_binding} binds.",
+        "{prefill_tokens} needs {prefill_nvlink_t_compute} of arithmetic, and "
+        + (
+            "{prefill_nvlink_binding} binds over the GPUs' own link ({prefill_nvlink_t_network} of all-reduce). Over "
+            "a slow inter-node link of {slow} the same all-reduce takes {prefill_slow_t_network}, and "
+            "{prefill_slow_binding} binds."
+            if q["n"].number > 1
+            else "{prefill_nvlink_binding} binds. On one accelerator there is no all-reduce, so the link never "
+            "binds; split the layer (--set tp=...) to see what it costs."
+        ),
         q,
     )
     cases_shown = [f"{phase}, {'NVLink' if link == 'nvlink' else 'slow link'}" for phase, link, _ in cases]
