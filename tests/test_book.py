@@ -33,6 +33,8 @@ def test_no_stale_or_empty_lines(path):
     assert not re.search(r"solve \$[^$]*= \$", text), "a solve line with nothing on its right"
     repeated = re.findall(r"\(([^()]{3,})\) \(\1\)", text)
     assert not repeated, f"a note printed twice: {repeated[:3]}"
+    echoed = re.findall(r"\((\w+)\) \(\1\b", text)  # 'launch overhead (assumed) (assumed: eager dispatch)'
+    assert not echoed, f"a note that repeats the meaning's own: {echoed[:3]}"
 
 
 @pytest.mark.parametrize("path", LATEX, ids=[p.name for p in LATEX])
