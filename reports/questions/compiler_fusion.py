@@ -129,7 +129,7 @@ def build(inputs: Inputs) -> Answer:
         q,
     )
     _wrong_answers(answer, step, d, q, launch_bound)
-    _follow_up(answer, setup, inputs, step, q)
+    _follow_up(answer, setup, inputs, q)
     answer.sections += [
         Section(f"Fusion at decode ({decode_tokens} tokens)", dec),
         Section(
@@ -252,7 +252,7 @@ def _wrong_answers(answer: Answer, step: Sheet, d: dict, q: dict[str, Quantity],
     del answer.wrong_answers[3:]
 
 
-def _follow_up(answer: Answer, setup: Setup, inputs: Inputs, step: Sheet, q: dict[str, Quantity]) -> None:
+def _follow_up(answer: Answer, setup: Setup, inputs: Inputs, q: dict[str, Quantity]) -> None:
     """FlashAttention at the prompt: the score matrices a naive kernel moves, against the chain's saving."""
     try:
         a = attention_memory(replace(setup, context=int(inputs["prompt"]))).results

@@ -73,9 +73,12 @@ def build(inputs: Inputs) -> Answer:
         "packed shards, then stream them with parallel workers, prefetching and pinned memory.",
         q,
     )
+    # Of the load, the part that reads the batch's bytes (the rest tokenises them): the figure, a wrong answer
+    # and the follow-up all use it.
+    read = r["batch_input_bytes"].number / sheet.values[tr.BW_io]
+    q["read"] = Quantity(read, "second")
     _wrong_answers(answer, sheet, q)
     _follow_up(answer, sheet, q)
-    read = q["read"].number
     times = {
         "training step (GPUs)": r["training_step_time"].number,
         "batch load: reading the bytes": read,
@@ -124,7 +127,6 @@ def _wrong_answers(answer: Answer, sheet: Sheet, q: dict[str, Quantity]) -> None
     """The stall as candidates commonly diagnose it wrongly, each computed from the same sheet."""
     r, v = sheet.results, sheet.values
     load, step = r["batch_load_time"].number, r["training_step_time"].number
-    q["read"] = Quantity(r["batch_input_bytes"].number / v[tr.BW_io], "second")
     q["store"] = Quantity(v[tr.BW_io], "byte/second")
     q["batch_bytes"] = Quantity(r["batch_input_bytes"].value, "byte")
     if q["read"].number < load / 2:

@@ -184,7 +184,7 @@ def build(inputs: Inputs) -> Answer:
         ),
     ]
     _wrong_answers(answer, step, q, prefill_measured["flops_fraction"])
-    _follow_up(answer, inputs, step, prefill_point, q)
+    _follow_up(answer, inputs, q)
     return answer
 
 
@@ -215,7 +215,7 @@ def _wrong_answers(answer: Answer, step: Sheet, q: dict[str, Quantity], prefill_
         )
 
 
-def _follow_up(answer: Answer, inputs: Inputs, step: Sheet, prefill_point: Sheet, q: dict[str, Quantity]) -> None:
+def _follow_up(answer: Answer, inputs: Inputs, q: dict[str, Quantity]) -> None:
     """The same two phases with the model in bf16, on the tensor cores' roof."""
     if inputs.get("dtype") == "bf16" or inputs.get("peak_flops"):
         return
