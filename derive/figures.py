@@ -37,9 +37,22 @@ def save(fig: Any, stem: Path) -> None:
     """Write stem.svg and stem.png without timestamps or version strings."""
     stem.parent.mkdir(exist_ok=True)  # a figures folder inside a checked output folder, never its parents
     fig.tight_layout()
-    fig.savefig(stem.with_suffix(".svg"), format="svg", metadata={"Date": None, "Creator": None})
+    svg = stem.with_suffix(".svg")
+    fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
+    svg.write_text(_numbered_ids(svg.read_text()))
     fig.savefig(stem.with_suffix(".png"), format="png", dpi=150, metadata={"Software": None})
     pyplot().close(fig)
+
+
+def _numbered_ids(svg: str) -> str:
+    """Clip-path ids in order of appearance: matplotlib hashes the clip box's floats, whose last bits differ
+    between machines (BLAS kernels), so the same figure gave other ids elsewhere."""
+    import re
+
+    ids = list(dict.fromkeys(re.findall(r'id="(p[0-9a-f]{10})"', svg)))
+    for i, old in enumerate(ids, 1):
+        svg = svg.replace(old, f"clip{i}")
+    return svg
 
 
 def roofline(stem: Path, peak: float, bandwidth: float, points: Sequence[tuple[str, float]], title: str) -> None:
