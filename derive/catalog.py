@@ -18,8 +18,8 @@ from typing import Any
 import sympy
 
 from derive.architecture.build import ModelFormulas, model_formulas
-from derive.architecture.families import read_architecture
 from derive.architecture.model import Architecture
+from derive.architecture.reader import read_architecture
 from derive.errors import CatalogError, DeriveError
 from derive.names import closest
 

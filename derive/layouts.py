@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from derive.architecture.layers import CompressedAttention, LatentAttention
 from derive.catalog import Model
 from derive.errors import DeriveError
 from derive.systems import System
@@ -47,9 +46,9 @@ class Shape:
 def shape(model: Model) -> Shape:
     arch = model.config
     mixers = arch.mixers
-    heads = min((getattr(m, "heads", 0) for m in mixers if getattr(m, "heads", 0)), default=0)
-    latent = any(isinstance(m, (LatentAttention, CompressedAttention)) for m in mixers)
-    kv = [m.kv_heads for m in mixers if hasattr(m, "kv_heads")]
+    heads = min((m.head_count() for m in mixers if m.head_count()), default=0)
+    latent = any(m.whole_cache for m in mixers)
+    kv = [m.kv_head_count() for m in mixers if m.kv_head_count() and not m.whole_cache]
     moe = arch.moe
     return Shape(
         heads=heads,

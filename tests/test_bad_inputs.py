@@ -47,10 +47,14 @@ CONFIGS = [
     (
         "no model_type",
         json.dumps({k: v for k, v in LLAMA.items() if k != "model_type"}).encode(),
-        "model_type None is not supported",
+        "has no 'model_type'",
     ),
-    ("unknown family", json.dumps({**LLAMA, "model_type": "bert"}).encode(), "model_type 'bert' is not supported"),
-    ("model_type a list", json.dumps({**LLAMA, "model_type": ["llama"]}).encode(), "is not supported"),
+    (
+        "an encoder",
+        json.dumps({**LLAMA, "model_type": "bert"}).encode(),
+        "model_type 'bert' is not a decoder-only language model",
+    ),
+    ("model_type a list", json.dumps({**LLAMA, "model_type": ["llama"]}).encode(), "not a string"),
     (
         "missing hidden_size",
         json.dumps({k: v for k, v in LLAMA.items() if k != "hidden_size"}).encode(),
@@ -77,7 +81,11 @@ CONFIGS = [
         json.dumps({**LLAMA, "tie_word_embeddings": "yes"}).encode(),
         "'tie_word_embeddings' is 'yes', not true or false",
     ),
-    ("mixtral without experts", json.dumps({**LLAMA, "model_type": "mixtral"}).encode(), "lacks 'num_local_experts'"),
+    (
+        "top-k past the experts",
+        json.dumps({**LLAMA, "model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 9}).encode(),
+        "num_experts_per_tok=9 routes each token to more experts than the 8 of num_local_experts",
+    ),
     (
         "a layer kind derive cannot describe",
         json.dumps({**GPT_OSS, "layer_types": ["sliding_attention", "retention"]}).encode(),
@@ -114,9 +122,9 @@ CONFIGS = [
         "'text_config' is not an object",
     ),
     (
-        "deepseek without MLA rank",
-        json.dumps({**LLAMA, "model_type": "deepseek_v3", "v_head_dim": 16}).encode(),
-        "lacks 'kv_lora_rank'",
+        "deepseek with an MLA rank of 0",
+        json.dumps({**LLAMA, "model_type": "deepseek_v3", "kv_lora_rank": 0}).encode(),
+        "'kv_lora_rank' is 0, not a whole number",
     ),
 ]
 

@@ -79,13 +79,12 @@ def test_missing_key_is_named(run, write_config):
     )
 
 
-def test_unsupported_family(run, write_config):
+def test_not_a_decoder(run, write_config):
     assert_error(
         run("params", "--config", str(write_config({"model_type": "bert"}))),
-        "config for model: model_type 'bert' is not supported. Supported families: deepseek_v2, "
-        "deepseek_v3, deepseek_v32, deepseek_v4, gemma2, gemma4, glm_moe_dsa, gpt2, gpt_oss, llama, llama4, "
-        "minimax_m2, mistral, mixtral, nemotron_h, phi3, qwen2, qwen3, qwen3_5, qwen3_5_moe, qwen3_moe, "
-        "qwen3_vl, step3p7",
+        "config for model: model_type 'bert' is not a decoder-only language model (bidirectional encoder that "
+        "also has a causal-LM head (in the masked-LM mapping)). derive reads decoders: pass the config of a "
+        "causal language model",
     )
 
 

@@ -7,8 +7,8 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from derive.architecture.families import READERS
-from derive.architecture.families import read_architecture as read_config
+from derive.architecture.reader import families
+from derive.architecture.reader import read_architecture as read_config
 from derive.catalog import Model, load_config_path
 from derive.errors import DeriveError
 from derive.evaluation import evaluate
@@ -68,7 +68,7 @@ plausible = st.integers(1, 64)
 @st.composite
 def raw_configs(draw):  # type: ignore[no-untyped-def]
     raw = {key: draw(st.one_of(plausible, json_values)) for key in draw(st.sets(st.sampled_from(KEYS), max_size=20))}
-    raw["model_type"] = draw(st.one_of(st.sampled_from(sorted(READERS)), json_values))
+    raw["model_type"] = draw(st.one_of(st.sampled_from(families()), json_values))
     return raw
 
 

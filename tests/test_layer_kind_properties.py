@@ -12,7 +12,7 @@ import sympy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from derive.architecture.families import read_architecture
+from derive.architecture.reader import read_architecture
 from derive.catalog import Model
 from derive.derivations.common import Setup, model_library
 from derive.derivations.costs import crossover_kv_weights
@@ -101,12 +101,10 @@ def _cache(model: Model, context: int) -> sympy.Expr:
 def _full_slope(model: Model) -> int:
     """Bytes a token adds once past every window: the full-attention layers' K and V."""
     arch = model.config
-    from derive.architecture.layers import Attention
-
     return sum(
-        g.count * 2 * g.mixer.kv_heads * g.mixer.head_dim * 2
+        g.count * 2 * g.mixer.kv_head_count() * g.mixer.head_width() * 2
         for g in arch.groups
-        if isinstance(g.mixer, Attention) and g.mixer.window.kind == "full"
+        if g.mixer is not None and g.mixer.plain()
     )
 
 

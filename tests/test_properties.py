@@ -14,7 +14,7 @@ import sympy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from derive.architecture.families import read_architecture as read_config
+from derive.architecture.reader import read_architecture as read_config
 from derive.catalog import Model
 from derive.evaluation import evaluate
 from formulas import library

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import sympy
 
-from derive.architecture.layers import CompressedAttention, Kind, LatentAttention, MoE
+from derive.architecture.kinds import Kind, MoE
+from derive.architecture.kinds.base import CACHE_SOURCE
 from derive.architecture.model import Architecture
 from derive.errors import CatalogError
 from derive.library import Formula
@@ -67,6 +68,16 @@ class ModelFormulas:
 
     def all(self) -> tuple[Formula, ...]:
         return self.parts + self.totals + self.per_token + self.costs
+
+    def counts(self) -> dict[str, int]:
+        """Every part and total as an integer, by name (parameters, not bytes: no dtype needed)."""
+        values: dict[sympy.Symbol, sympy.Integer] = {s.symbol: v for s, v in self.shapes.items()}
+        out: dict[str, int] = {}
+        for f in self.parts + self.totals:
+            value = f.expr.xreplace(values)
+            values[f.defines.symbol] = value
+            out[f.name] = int(value)
+        return out
 
 
 def _count(defines: Sym, expr: object, source: str = _HF_MODELING) -> Formula:
@@ -154,8 +165,8 @@ def model_formulas(arch: Architecture) -> ModelFormulas:
     if arch.hyper:
         parts.append(_count(n.N_res, _hyper_connections(arch, syms), _HYPER_SOURCE))
     parts.append(_count(n.N_norm, _norms(arch, syms)))
-    if not arch.tied:
-        parts.append(_count(n.N_head, V * d))
+    if not arch.tied or arch.head_bias:
+        parts.append(_count(n.N_head, (0 if arch.tied else V * d) + (V if arch.head_bias else 0)))
     totals = _totals(parts, moe, syms) + _lookups(arch)
     per_token, costs, kinds = _costs(arch, syms)
     if arch.expert_format:
@@ -194,7 +205,7 @@ def _norms(arch: Architecture, syms: _Symbols) -> sympy.Expr:
     else:
         outside = sum(g.count * g.norms for g in arch.groups) * width
     inside = sum(syms.layers(m) * m.norms(syms.of(m)) for m in arch.mixers)
-    return outside + inside + width
+    return outside + inside + arch.outer_norms * width
 
 
 def _totals(parts: list[Formula], moe: MoE | None, syms: _Symbols) -> tuple[Formula, ...]:
@@ -228,11 +239,6 @@ def _totals(parts: list[Formula], moe: MoE | None, syms: _Symbols) -> tuple[Form
     )
 
 
-_CACHE_SOURCE = (
-    "Per layer kind, as vLLM's kv_cache_interface.py sizes it: a key and a value per KV head (Pope et al. 2022, "
-    "sec. 2), a latent and a rotary key for MLA (DeepSeek-V2, arXiv:2405.04434, sec. 2.1), indexer keys for "
-    "sparse attention (DeepSeek V3.2 report), at most the window or chunk for windowed layers."
-)
 _FLOP_SOURCE = (
     "QK^T and AV: one multiply-accumulate (two FLOPs) per head, layer and score or value element, over the "
     "tokens the layer attends to."
@@ -249,7 +255,7 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
         (mixer,) = mixers
         s, L = syms.of(mixer), syms.layers(mixer)
         plain = (
-            _count(n.v_kv, L * mixer.cached_values(s), _CACHE_SOURCE),
+            _count(n.v_kv, L * mixer.cached_values(s), CACHE_SOURCE),
             _count(n.a, 2 * L * mixer.attention_macs(s), _FLOP_SOURCE),
         )
         kind = KindCost(mixer.label, mixer.tag, syms.layer_symbols[mixer], n.k, None, None, None)
@@ -272,33 +278,18 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
             a = tagged(
                 n.a, mixer.tag, f"attention FLOPs per query token, per attended token, {kind_name(mixer.tag)} layers"
             )
-            per_token.append(_count(v, L * cached, _CACHE_SOURCE))
+            per_token.append(_count(v, L * cached, CACHE_SOURCE))
             per_token.append(_count(a, 2 * L * mixer.attention_macs(s), _FLOP_SOURCE))
             per_token.append(Formula(kv_sym, v.symbol * b_kv, "Cached values per token times bytes per value."))
             values.append(v.symbol)
             flops_per_cached.append(a.symbol)
-            span = mixer.span()
-            span_sym = span.symbol
-            cache_at["S"] += span.of(S) * kv_sym.symbol
-            cache_at["S_p"] += span.of(S_p) * kv_sym.symbol
-            if isinstance(mixer, LatentAttention) and mixer.indexer is not None:
-                top = n.S_top.symbol
-                attended["S"] += sympy.Min(S, top) * a.symbol
-                attended["S_p"] += (sympy.Min(S_p, top) - sympy.Min(S_p, top) ** 2 / (2 * S_p)) * a.symbol
-                prompt_mean_at_s += (sympy.Min(S, top) - sympy.Min(S, top) ** 2 / (2 * S)) * a.symbol
-                per_token.append(
-                    _count(n.a_idx, 2 * L * mixer.indexer_macs(s), "The indexer scores every cached token per head.")
-                )
-                attended["S"] += S * n.a_idx.symbol
-                attended["S_p"] += S_p / 2 * n.a_idx.symbol
-                prompt_mean_at_s += S / 2 * n.a_idx.symbol
-            else:
-                attended["S"] += span.of(S) * a.symbol
-                attended["S_p"] += span.prompt_mean(S_p) * a.symbol
-                prompt_mean_at_s += span.prompt_mean(S) * a.symbol
-            if isinstance(mixer, CompressedAttention) and mixer.ratio:
-                per_token.extend(_compressed(mixer, s, L, a, cache_at, attended))
-                prompt_mean_at_s = prompt_mean_at_s + _compressed_prompt_mean(mixer, s, S, a)
+            per_token.extend(mixer.context_formulas(s, L))
+            span_sym = mixer.span().symbol
+            for key, context in (("S", S), ("S_p", S_p)):
+                cache_at[key] += mixer.cache(s, context, kv_sym.symbol)
+            attended["S"] += mixer.attended(s, S, a.symbol)
+            attended["S_p"] += mixer.prompt_attended(s, S_p, a.symbol)
+            prompt_mean_at_s += mixer.prompt_attended(s, S, a.symbol)
         if mixer.state_values(s) != 0:
             state_sym = tagged(
                 n.s_st, mixer.tag, f"recurrent-state values one sequence keeps, {kind_name(mixer.tag)} layers"
@@ -332,40 +323,6 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
         Formula(n.F_pre, attended["S_p"], "The same, averaged over a causal prompt of S_p tokens."),
     )
     return tuple(per_token), costs, tuple(kinds)
-
-
-def _compressed(mixer, s, L, a, cache_at, attended):  # type: ignore[no-untyped-def]
-    """DeepSeek V4's compressed entries: one per m_c tokens, cached, attended (or top-k of them, indexed)."""
-    m = s(n.m_c)
-    v = tagged(n.v_kv, mixer.tag + "c", f"values cached per compressed entry, {kind_name(mixer.tag)} layers")
-    kc = tagged(n.k, mixer.tag + "c", f"KV-cache bytes per compressed entry, {kind_name(mixer.tag)} layers")
-    out = [
-        _count(v, L * mixer.compressed_values(s), _CACHE_SOURCE),
-        Formula(kc, v.symbol * n.b_kv.symbol, "Cached values per entry times bytes per value."),
-    ]
-    for key, context in (("S", n.S.symbol), ("S_p", n.S_p.symbol)):
-        entries = context / m
-        cache_at[key] += entries * kc.symbol
-        if mixer.indexer is None:
-            attended[key] += (entries if key == "S" else entries / 2) * a.symbol
-            continue
-        top = n.S_top.symbol
-        chosen = sympy.Min(entries, top)
-        attended[key] += (chosen if key == "S" else chosen - chosen**2 / (2 * entries)) * a.symbol
-        attended[key] += (entries if key == "S" else entries / 2) * n.a_idx.symbol
-    if mixer.indexer is not None:
-        out.append(
-            _count(n.a_idx, 2 * L * mixer.indexer_macs(s), "The indexer scores every compressed entry per head.")
-        )
-    return out
-
-
-def _compressed_prompt_mean(mixer, s, context, a):  # type: ignore[no-untyped-def]
-    entries = context / s(n.m_c)
-    if mixer.indexer is None:
-        return entries / 2 * a.symbol
-    chosen = sympy.Min(entries, n.S_top.symbol)
-    return (chosen - chosen**2 / (2 * entries)) * a.symbol + entries / 2 * n.a_idx.symbol
 
 
 def _lookups(arch: Architecture) -> tuple[Formula, ...]:

@@ -1,4 +1,11 @@
-"""Typed access to a config.json: a missing or ill-typed key is an error that names the key and its value."""
+"""Typed access to a config.json through one vocabulary of keys.
+
+Most keys mean the same thing in every family; families only name them differently
+(transformers' `attribute_map`: GPT-2's `n_embd` is everyone's `hidden_size`). A key is
+asked for by its common name and found under any of its names; a family entry may
+narrow the names or give the defaults of its config class. A missing or ill-typed key
+is an error that names the key as the config spells it, and its value.
+"""
 
 from __future__ import annotations
 
@@ -11,20 +18,68 @@ from derive.errors import CatalogError
 # Past this a count is not a model: a config with 10^12 layers is a typo, not a plan.
 _LARGEST = 10**9
 
+# The shared vocabulary: a common name, then the other names families give it, tried in order.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "hidden_size": ("n_embd", "d_model", "emb_dim", "model_dim", "dim"),
+    "num_hidden_layers": ("n_layer", "n_layers", "num_layers", "decoder_layers"),
+    "num_attention_heads": ("n_head", "n_heads", "num_heads", "attention_heads", "decoder_attention_heads"),
+    "num_key_value_heads": ("num_kv_heads", "n_kv_heads", "n_head_kv", "multi_query_group_num"),
+    "head_dim": ("attention_head_dim", "kv_channels", "head_size"),
+    "intermediate_size": ("ffn_hidden_size", "n_inner", "ffn_dim", "d_ff", "intermediate_dim"),
+    "vocab_size": ("padded_vocab_size", "n_words", "n_token"),
+    "max_position_embeddings": ("n_positions", "max_seq_len", "context_length", "max_sequence_length", "seq_length"),
+    "num_experts": ("num_local_experts", "n_routed_experts", "moe_num_experts", "n_experts", "num_routed_experts"),
+    "num_experts_per_tok": ("num_experts_per_token", "moe_topk", "moe_k", "top_k_experts", "experts_per_token"),
+    "moe_intermediate_size": ("expert_intermediate_size", "expert_ffn_hidden_size", "moe_ffn_hidden_size"),
+    "n_shared_experts": ("num_shared_experts",),
+    "shared_expert_intermediate_size": ("moe_shared_expert_intermediate_size", "share_expert_dim"),
+    "sliding_window": ("sliding_window_size", "attention_window_size"),
+    "tie_word_embeddings": ("tie_embeddings",),
+}
+
 
 class Keys:
     """The keys of one config (its text_config, for a multimodal checkpoint), read with the family's defaults."""
 
-    def __init__(self, raw: Mapping[str, Any], name: str, family: str, outer: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        raw: Mapping[str, Any],
+        name: str,
+        family: str,
+        outer: Mapping[str, Any] | None = None,
+        names: Mapping[str, list[str]] | None = None,
+        defaults: Mapping[str, Any] | None = None,
+    ) -> None:
         self.raw, self.name, self.family, self.outer = raw, name, family, outer or {}
+        self.names, self.defaults = names or {}, defaults or {}
+
+    def renamed(self, names: Mapping[str, list[str]]) -> Keys:
+        """The same config with some keys read under other names (a layer kind's own heads, say)."""
+        return Keys(self.raw, self.name, self.family, self.outer, {**self.names, **names}, self.defaults)
 
     def fail(self, key: str, value: object, wanted: str, fix: str = "Fix the value in the config.json") -> CatalogError:
-        return CatalogError(f"config for {self.name}: '{key}' is {value!r}, {wanted}", fix)
+        return CatalogError(f"config for {self.name}: '{self.spelt(key)}' is {value!r}, {wanted}", fix)
+
+    def _spellings(self, key: str) -> tuple[str, ...]:
+        if key in self.names:
+            return tuple(self.names[key])
+        return (key, *ALIASES.get(key, ()))
+
+    def spelt(self, key: str) -> str:
+        """The name the config gives `key` (its first spelling where it gives none)."""
+        spellings = self._spellings(key)
+        return next(
+            (k for k in spellings if self.raw.get(k) is not None or self.outer.get(k) is not None), spellings[0]
+        )
 
     def get(self, key: str, default: object = None) -> Any:
-        value = self.raw.get(key)
-        if value is None:
-            value = self.outer.get(key)
+        for spelling in self._spellings(key):
+            value = self.raw.get(spelling)
+            if value is None:
+                value = self.outer.get(spelling)
+            if value is not None:
+                return value
+        value = self.defaults.get(key)
         return default if value is None else value
 
     def has(self, key: str) -> bool:
@@ -34,8 +89,8 @@ class Keys:
         value = self.get(key, default)
         if value is None:
             raise CatalogError(
-                f"config for {self.name} lacks '{key}', which a {self.family} model needs",
-                f"Add '{key}' to the config.json",
+                f"config for {self.name} lacks '{self.spelt(key)}', which a {self.family} model needs",
+                f"Add '{self.spelt(key)}' to the config.json",
             )
         if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= _LARGEST:
             raise self.fail(key, value, f"not a whole number from {minimum} to {_LARGEST:,}")

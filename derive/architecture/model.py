@@ -8,16 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from derive.architecture.layers import (
-    Attention,
-    CompressedAttention,
-    DenseMLP,
-    GatedDeltaNet,
-    Kind,
-    LatentAttention,
-    Mamba2,
-    MoE,
-)
+from derive.architecture.kinds import DenseMLP, Kind, MoE
 
 
 @dataclass(frozen=True)
@@ -56,6 +47,8 @@ class Architecture:
     tied: bool
     layer_norm: bool = False
     positions: int = 0
+    outer_norms: int = 1  # d-wide norms outside the layers: the final norm, and an embedding norm (BLOOM)
+    head_bias: bool = False  # the LM head adds a V-wide bias
     hyper: int = 0
     max_context: int = 0
     torch_dtype: str = ""
@@ -73,42 +66,31 @@ class Architecture:
         return sum(g.count for g in self.groups if test(g))
 
     @property
-    def attention(self) -> Attention | LatentAttention | CompressedAttention | None:
+    def attention(self) -> Kind | None:
         """The first softmax-attention mixer: its heads are what tensor parallelism splits."""
-        for g in self.groups:
-            if isinstance(g.mixer, (Attention, LatentAttention, CompressedAttention)):
-                return g.mixer
-        return None
+        return next((m for m in self.mixers if m.softmax), None)
 
     @property
     def heads(self) -> int:
         mixer = self.attention
         if mixer is not None:
-            return mixer.heads
-        for g in self.groups:
-            if isinstance(g.mixer, GatedDeltaNet):
-                return g.mixer.value_heads
-            if isinstance(g.mixer, Mamba2):
-                return g.mixer.heads
-        return 1
+            return mixer.head_count()
+        return next((m.head_count() for m in self.mixers if m.head_count()), 1)
 
     @property
     def kv_heads(self) -> int:
         mixer = self.attention
-        if isinstance(mixer, CompressedAttention):
-            return 1  # one key-value head shared by every query head
-        return mixer.kv_heads if isinstance(mixer, Attention) else self.heads
+        return mixer.kv_head_count() if mixer is not None else self.heads
 
     @property
     def head_dim(self) -> int:
         mixer = self.attention
-        if isinstance(mixer, (Attention, CompressedAttention)):
-            return mixer.head_dim
-        return mixer.v_dim if isinstance(mixer, LatentAttention) else 0
+        return mixer.head_width() if mixer is not None else 0
 
     @property
     def is_mla(self) -> bool:
-        return isinstance(self.attention, LatentAttention)
+        mixer = self.attention
+        return mixer is not None and mixer.latent
 
     @property
     def moe(self) -> MoE | None:
@@ -173,12 +155,12 @@ class Architecture:
     def is_plain(self) -> bool:
         """Every layer caches every token with one attention kind and attends to all of it."""
         mixers = self.mixers
-        return len(mixers) == 1 and all(g.mixer is not None for g in self.groups) and _plain(mixers[0])
+        return len(mixers) == 1 and all(g.mixer is not None for g in self.groups) and mixers[0].plain()
 
     @property
     def windows(self) -> dict[str, int]:
         """Caps on the span of each windowed or chunked mixer, by tag."""
-        return {m.tag: m.window.tokens for m in self.mixers if isinstance(m, Attention) and m.window.tokens}
+        return {m.tag: m.window_tokens() for m in self.mixers if m.window_tokens()}
 
     def with_layers(self, layers: int, vocab: int | None = None) -> Architecture:
         """The same model cut to its first `layers` layers (a quick measurement)."""
@@ -189,9 +171,3 @@ class Architecture:
             groups.append(replace(g, count=min(g.count, left)))
             left -= g.count
         return replace(self, groups=tuple(groups), vocab=vocab or self.vocab)
-
-
-def _plain(mixer: Kind) -> bool:
-    if isinstance(mixer, Attention):
-        return mixer.window.kind == "full"
-    return isinstance(mixer, LatentAttention) and mixer.indexer is None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from derive.architecture.layers import Attention, CompressedAttention, LatentAttention
 from derive.catalog import dtype_bytes
 from derive.derivations.common import Setup, start
 from derive.derivations.sharding import activation_format
@@ -23,7 +22,7 @@ def attention_memory(setup: Setup) -> Sheet:
     for shape, value in ((sym.n_h, cfg.heads), (sym.n_kv, cfg.kv_heads), (sym.d_h, cfg.head_dim)):
         if shape not in work.values:
             work.given(shape, value, "the first attention layer's (the layers differ)")
-    attending = cfg.count(lambda g: isinstance(g.mixer, (Attention, LatentAttention, CompressedAttention)))
+    attending = cfg.count(lambda g: g.mixer is not None and g.mixer.softmax)
     if attending != cfg.layers:  # a hybrid: its linear-attention and Mamba layers keep a state, no scores
         work.given(sym.L, attending, "softmax-attention layers only: the others compute no score matrix")
     for name in ("attention_scores_per_token_pair", "attention_io_values_per_token"):
@@ -42,9 +41,9 @@ def attention_memory(setup: Setup) -> Sheet:
     work.note("scores in the activation dtype; kernels that keep the softmax in fp32 move twice the naive figure")
     work.note("the tiled figure is a floor: FlashAttention re-reads K and V once per query block")
     mla = cfg.attention
-    if isinstance(mla, LatentAttention):
+    if mla is not None and cfg.is_mla:
         work.note(
             "MLA: Q, K, V and O are sized with the config's head_dim; its query/key heads are "
-            f"{mla.nope_dim + mla.rope_dim} wide, so the tiled figure is approximate"
+            f"{mla.score_width()} wide, so the tiled figure is approximate"
         )
     return work.sheet

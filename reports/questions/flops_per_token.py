@@ -6,7 +6,6 @@ import numpy as np
 
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question
-from derive.architecture.layers import LatentAttention
 from derive.derivations import costs, params
 from derive.derivations.common import Setup, model_library
 from derive.evaluation import over
@@ -198,7 +197,7 @@ def _wrong_answers(answer: Answer, inputs: Inputs, setup: Setup, q: dict[str, Qu
                 q,
             )
         )
-    if arch.kv_heads < arch.heads and not isinstance(arch.attention, LatentAttention):
+    if arch.kv_heads < arch.heads and not arch.is_mla:
         # GQA shares K and V between query heads; every query head still scores and sums on its own.
         q["f_att_gqa"] = Quantity(q["f_att"].number * arch.kv_heads / arch.heads, "FLOP/token")
         q["heads"], q["kv_heads"] = Quantity(arch.heads), Quantity(arch.kv_heads)

@@ -1,0 +1,176 @@
+"""What every layer kind answers: its shapes, parameters, cache or state, and per-token costs.
+
+A kind is a small frozen record of its shapes, in the counts a config gives. Its
+formulas are SymPy expressions over shape symbols; `s(base)` names the symbol this
+layer uses for a base shape (tagged when another layer of the model has a different
+value for it, as Gemma 4's global layers have other head counts). Per-layer counts are
+pure numbers: the model multiplies them by its layer counts.
+
+Everything the rest of derive asks of a layer is a method here, so no module outside a
+kind's own needs to know which kind it holds. Sources for the shapes are transformers'
+modeling files, one per family; cache and state sizes follow vLLM's
+`kv_cache_interface.py` (one spec per layer kind).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sympy
+
+from derive.library import Formula
+from derive.symbols import Sym
+from formulas import notation as n
+
+Resolve = Callable[[Sym], sympy.Symbol]
+
+CACHE_SOURCE = (
+    "Per layer kind, as vLLM's kv_cache_interface.py sizes it: a key and a value per KV head (Pope et al. 2022, "
+    "sec. 2), a latent and a rotary key for MLA (DeepSeek-V2, arXiv:2405.04434, sec. 2.1), indexer keys for "
+    "sparse attention (DeepSeek V3.2 report), at most the window or chunk for windowed layers."
+)
+
+
+@dataclass(frozen=True)
+class Span:
+    """How many tokens of its sequence a layer attends to and caches: all, a window, a chunk."""
+
+    kind: str  # "full", "sliding", "chunked"
+    tokens: int = 0
+
+    @property
+    def symbol(self) -> Sym | None:
+        return {"full": None, "sliding": n.S_win, "chunked": n.S_chunk}[self.kind]
+
+    def of(self, context: sympy.Expr) -> sympy.Expr:
+        """The tokens held at `context`: all of them, or at most the window (chunk)."""
+        return context if self.symbol is None else sympy.Min(context, self.symbol.symbol)
+
+    def prompt_mean(self, prompt: sympy.Expr) -> sympy.Expr:
+        """Tokens attended to, averaged over a causal prompt: p/2 for full, min(p,W) - min(p,W)^2/(2p) for a window.
+
+        A chunk of C tokens restarts every C tokens; averaged over whole chunks it is C/2, and the window
+        form is the same shape, so it serves as an upper bound there.
+        """
+        if self.symbol is None:
+            return prompt / 2
+        held = sympy.Min(prompt, self.symbol.symbol)
+        return held - held**2 / (2 * prompt)
+
+
+FULL = Span("full")
+
+
+def top_k_mean(tokens: sympy.Expr, top: sympy.Expr) -> sympy.Expr:
+    """Tokens a top-k selection attends to, averaged over a causal prompt of `tokens`."""
+    chosen = sympy.Min(tokens, top)
+    return chosen - chosen**2 / (2 * tokens)
+
+
+class Kind:
+    """One layer part (a mixer or an MLP); zero wherever it has no such cost."""
+
+    tag: str = ""  # how its layer-count symbol is tagged in a hybrid model (L_swa, L_lin, ...)
+    label: str = ""  # how the derivation names it
+    softmax: bool = False  # computes a score matrix per query head (what tensor parallelism splits first)
+    whole_cache: bool = False  # its cache is one latent or shared head: tensor parallelism does not split it
+    latent: bool = False  # caches a compressed latent that every head expands (MLA)
+
+    def shapes(self) -> dict[Sym, int]:
+        return {}
+
+    def weights(self, s: Resolve) -> sympy.Expr:
+        """Parameters that do arithmetic per token (matmuls, biases, convolutions), one layer."""
+        return sympy.Integer(0)
+
+    def norms(self, s: Resolve) -> sympy.Expr:
+        """Normalisation parameters inside the part, one layer (elementwise: no matmul)."""
+        return sympy.Integer(0)
+
+    def cached_values(self, s: Resolve) -> sympy.Expr:
+        """Values one layer caches per token of context (K and V, a latent, indexer keys)."""
+        return sympy.Integer(0)
+
+    def span(self) -> Span:
+        return FULL
+
+    def attention_macs(self, s: Resolve) -> sympy.Expr:
+        """Multiply-accumulates per query token per attended token, one layer (all heads, scores and values)."""
+        return sympy.Integer(0)
+
+    def state_values(self, s: Resolve) -> sympy.Expr:
+        """Values of the fixed-size recurrent state one sequence keeps in one layer."""
+        return sympy.Integer(0)
+
+    def state_conv_values(self, s: Resolve) -> sympy.Expr:
+        """Values of the convolution window one sequence keeps in one layer (cached in the KV dtype)."""
+        return sympy.Integer(0)
+
+    def state_macs(self, s: Resolve) -> sympy.Expr:
+        """Multiply-accumulates per token to update and read the recurrent state, one layer."""
+        return sympy.Integer(0)
+
+    # How a cached-token kind's costs grow with the context (a window caps them; compressed entries add to them).
+    def cache(self, s: Resolve, context: sympy.Expr, per_token: sympy.Expr) -> sympy.Expr:
+        """Cache bytes at `context`, given the bytes one cached token costs across this kind's layers."""
+        return self.span().of(context) * per_token
+
+    def attended(self, s: Resolve, context: sympy.Expr, flops: sympy.Expr) -> sympy.Expr:
+        """Attention FLOPs of one decode token at `context`, given the FLOPs per attended token."""
+        return self.span().of(context) * flops
+
+    def prompt_attended(self, s: Resolve, prompt: sympy.Expr, flops: sympy.Expr) -> sympy.Expr:
+        """The same, averaged over a causal prompt of `prompt` tokens."""
+        return self.span().prompt_mean(prompt) * flops
+
+    def context_formulas(self, s: Resolve, layers: sympy.Symbol) -> list[Formula]:
+        """Formulas the context terms above use beyond the cache and attention ones (indexers, compressed entries)."""
+        return []
+
+    # What a model summary reads off its attention (zero where the kind has none).
+    def head_count(self) -> int:
+        """Query heads (value heads of a recurrent mixer): what tensor parallelism divides."""
+        return 0
+
+    def kv_head_count(self) -> int:
+        """Key/value heads the cache holds per token (0 where the cache is not per head)."""
+        return 0
+
+    def head_width(self) -> int:
+        """Width of one head's value (the attention output per head)."""
+        return 0
+
+    def score_width(self) -> int:
+        """Width of one query/key head (what a score multiplies)."""
+        return self.head_width()
+
+    def plain(self) -> bool:
+        """Caches every token and attends to all of it, with no indexer."""
+        return False
+
+    def window_tokens(self) -> int:
+        """The window or chunk that caps its span (0: none)."""
+        return 0
+
+    def notes(self) -> tuple[str, ...]:
+        """What a reader of this model's figures should know about how this kind was sized."""
+        return ()
+
+    def describe(self) -> str:
+        return self.label
+
+
+@dataclass(frozen=True)
+class Indexer:
+    """DeepSeek sparse attention's lightning indexer (V3.2, GLM-5): it scores every cached token and keeps top-k."""
+
+    heads: int
+    head_dim: int
+    topk: int
+
+    def shapes(self) -> dict[Sym, int]:
+        return {n.n_idx: self.heads, n.d_idx: self.head_dim, n.S_top: self.topk}
+
+    def macs(self, s: Resolve) -> sympy.Expr:
+        return s(n.n_idx) * s(n.d_idx)

@@ -1,0 +1,41 @@
+"""A dense MLP: gated (gate, up, down: SwiGLU, GeGLU) or plain (up, down: GPT-2, relu^2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from derive.architecture.keys import Keys
+from derive.architecture.kinds.base import Kind, Resolve
+from derive.architecture.spec import Spec
+from derive.symbols import Sym
+from formulas import notation as n
+
+
+@dataclass(frozen=True)
+class DenseMLP(Kind):
+    """A dense MLP: gated (gate, up, down: SwiGLU, GeGLU) or plain (up, down: GPT-2, relu^2)."""
+
+    width: int
+    gated: bool = True
+    bias: bool = False
+
+    label = "dense MLP"
+
+    def shapes(self) -> dict[Sym, int]:
+        return {n.d_ff: self.width}
+
+    def weights(self, s: Resolve) -> sympy.Expr:
+        d, f = n.d.symbol, s(n.d_ff)
+        total = (3 if self.gated else 2) * d * f
+        if self.bias:
+            total += (2 * f + d) if self.gated else (f + d)
+        return total
+
+
+def read(k: Keys, spec: Spec) -> DenseMLP:
+    """intermediate_size wide; gated unless the family entry says not, biased where it says."""
+    hidden = k.int("hidden_size")
+    width = k.int("intermediate_size", spec.number(k, "width_factor", 0) * hidden or None)
+    return DenseMLP(width, spec.flag(k, "gated", True), spec.flag(k, "bias"))

@@ -1,0 +1,367 @@
+"""Read any decoder's config.json into layer groups: the shared vocabulary, and a family entry where it differs.
+
+Every family is read by the same code. The keys most families share (`hidden_size`,
+`num_key_value_heads`, `layer_types`, `num_experts`, `first_k_dense_replace`, ...)
+are read once, under any name a family gives them (derive/architecture/keys.py). A
+family entry (derive/architecture/families/NAME.toml, a table, not code) says only
+how its family differs: a q/k norm, biases, norms per layer, an ungated MLP, the
+default of a pattern key, transformers' defaults for absent keys. A model_type with
+no entry is read as Llama-shaped and the reading names each assumption it made.
+Each layer kind reads its own keys (derive/architecture/kinds/).
+"""
+
+from __future__ import annotations
+
+import importlib
+import tomllib
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from derive.architecture.keys import Keys
+from derive.architecture.kinds import FULL, DenseMLP, Kind, MoE, Span
+from derive.architecture.kinds import mlp as dense_mlp
+from derive.architecture.kinds import moe as routed
+from derive.architecture.model import Architecture, LayerGroup
+from derive.architecture.spec import Spec
+from derive.errors import CatalogError
+
+FAMILIES = Path(__file__).parent / "families"
+BASE = "_base"  # the Llama-shaped reading every entry starts from
+
+Layer = tuple[Kind | None, DenseMLP | None, MoE | None]
+
+# The names configs give a layer's type (layer_types, layers_block_type, hybrid_override_pattern), by meaning.
+TYPE_NAMES: dict[str, str] = {
+    **dict.fromkeys(("full_attention", "attention", "global", "global_attention", "full", "*"), "full"),
+    **dict.fromkeys(("sliding_attention", "sliding", "local", "local_attention", "swa"), "sliding"),
+    **dict.fromkeys(("chunked_attention", "chunked"), "chunked"),
+    **dict.fromkeys(("linear_attention", "linear"), "linear"),
+    **dict.fromkeys(("mamba", "mamba2", "ssm", "M", "m"), "mamba"),
+    **dict.fromkeys(("mlp", "-"), "mlp"),
+    **dict.fromkeys(("moe", "E"), "moe"),
+    "conv": "conv",
+    "compressed_sparse_attention": "compressed_sparse_attention",
+    "heavily_compressed_attention": "heavily_compressed_attention",
+}
+# Which kind module reads each type, unless the entry's [layers.kinds] says otherwise.
+KINDS: dict[str, str] = {
+    "full": "attention",
+    "sliding": "attention",
+    "chunked": "attention",
+    "linear": "delta_net",
+    "mamba": "mamba2",
+}
+_NO_MIXER = ("mlp", "moe")
+
+# A checkpoint whose model_type has no entry is read as the class its `architectures` names, when one does.
+ARCHITECTURES: dict[str, str] = {
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+}
+
+# The part of a multimodal checkpoint derive counts: its text decoder (towers are left out, with a note).
+_TOWERS = ("vision_config", "audio_config")
+
+# What a model_type with no entry is assumed to be: the base entry, said in words.
+ASSUMED = "gated SiLU MLP, RMSNorm without bias (2 a layer), no q/k norm, biases only where attention_bias/mlp_bias say"
+
+
+def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+@cache
+def entry(family: str) -> dict[str, Any] | None:
+    """A family's entry over the entries it is `like` (the base last), or None when it has none."""
+    path = FAMILIES / f"{family}.toml"
+    if not path.is_file():
+        return None
+    table = tomllib.loads(path.read_text())
+    parent = table.pop("like", BASE if family != BASE else None)
+    if parent is None:
+        return table
+    inherited = entry(parent)
+    if inherited is None:
+        raise CatalogError(f"family entry {family} is like {parent!r}, which has no entry", "Fix the family entry")
+    return _merge(inherited, table)
+
+
+def families() -> list[str]:
+    """Every model_type with an entry."""
+    return sorted(p.stem for p in FAMILIES.glob("*.toml") if not p.stem.startswith("_"))
+
+
+def read_architecture(raw: object, name: str) -> Architecture:
+    """Build an Architecture from a parsed config.json, or raise a CatalogError naming the key at fault."""
+    if not isinstance(raw, dict):
+        raise CatalogError(f"config for {name} is not a JSON object", "Pass a Hugging Face config.json")
+    text = raw.get("text_config")
+    if text is not None and not isinstance(text, dict):
+        raise CatalogError(f"config for {name}: 'text_config' is not an object", "Fix the config.json")
+    family, table, notes = _family(raw, text, name)
+    keys_from = text if isinstance(text, dict) else raw
+    k = Keys(keys_from, name, family, outer=raw if keys_from is not raw else None, defaults=table.get("defaults", {}))
+    if any(isinstance(raw.get(t), dict) for t in _TOWERS):
+        notes.append("the vision/audio tower is left out: these counts are the text decoder's")
+    spec = Spec(table, family)
+    for key, why in table.get("refuse", {}).items():
+        if k.get(key):
+            raise CatalogError(f"config for {name}: '{key}' is {k.get(key)!r}", why)
+    layers = _layers(k, spec)
+    if not layers:
+        raise CatalogError(f"config for {name} has no layers", "Fix 'num_hidden_layers'")
+    if all(mixer is None for mixer, _, _ in layers):
+        raise CatalogError(
+            f"config for {name}: no layer mixes tokens (no attention, linear attention or Mamba layer)",
+            "A decoder needs at least one mixer layer: fix the layer pattern",
+        )
+    norms = spec.number(k, "norms", 2)
+    if any(moe is not None for _, _, moe in layers):
+        norms += spec.sub("moe").number(k, "norms", 0)
+    notes += [note for mixer in dict.fromkeys(m for m, _, _ in layers if m is not None) for note in mixer.notes()]
+    notes += table.get("notes", [])
+    mtp = k.get("num_nextn_predict_layers") or k.get("mtp_num_hidden_layers") or k.get("num_mtp_modules")
+    if isinstance(mtp, int) and mtp > 0:
+        notes.append(f"the {mtp} multi-token-prediction layer(s) are left out, as transformers builds the model")
+    hyper = spec.number(k, "hyper", 0)
+    return Architecture(
+        name=name,
+        family=family,
+        vocab=k.int("vocab_size"),
+        hidden=k.int("hidden_size"),
+        groups=_runs(layers, norms, hyper),
+        tied=k.flag("tie_word_embeddings", False),
+        layer_norm=spec.text(k, "norm", "rms") == "layer",
+        positions=k.int("max_position_embeddings") if spec.flag(k, "positions") else 0,
+        outer_norms=int(spec.flag(k, "final_norm", True)) + int(spec.flag(k, "embedding_norm")),
+        head_bias=spec.flag(k, "head_bias"),
+        hyper=hyper,
+        max_context=k.int("max_position_embeddings", 0, minimum=0),
+        torch_dtype=_dtype(k),
+        quantization=_quantization(raw),
+        expert_format=spec.text(k, "expert_format") or _expert_format(raw),
+        state_dtype=spec.text(k, "state_dtype") if "state_dtype" in table else "",
+        notes=tuple(notes),
+    )
+
+
+def _family(raw: Mapping[str, Any], text: Any, name: str) -> tuple[str, dict[str, Any], list[str]]:
+    """The model_type to read as, its entry, and what the reading had to assume."""
+    family = raw.get("model_type")
+    if isinstance(text, dict) and isinstance(text.get("model_type"), str) and entry(text["model_type"]) is not None:
+        family = text["model_type"]  # a wrapper: its text decoder's family (qwen3_vl_moe -> qwen3_vl_moe_text)
+    if family is None or (isinstance(family, str) and not family.strip()):
+        raise CatalogError(f"config for {name} has no 'model_type'", "Add the family's model_type to the config.json")
+    if not isinstance(family, str):
+        raise CatalogError(
+            f"config for {name}: 'model_type' is {family!r}, not a string", "Give the family's model_type as a string"
+        )
+    table = entry(family)
+    if table is not None:
+        return family, table, []
+    excluded = tomllib.loads((FAMILIES / "_excluded.toml").read_text())
+    if family in excluded:
+        raise CatalogError(
+            f"config for {name}: model_type {family!r} is not a decoder-only language model ({excluded[family]})",
+            "derive reads decoders: pass the config of a causal language model",
+        )
+    named = raw.get("architectures")
+    known = (
+        [ARCHITECTURES[a] for a in named if isinstance(a, str) and a in ARCHITECTURES]
+        if isinstance(named, list)
+        else []
+    )
+    if known:
+        return (
+            known[0],
+            entry(known[0]) or {},
+            [f"model_type {family!r} is read as {known[0]}, the class its architectures field names"],
+        )
+    base = entry(BASE) or {}
+    return family, base, [f"model_type {family!r} has no family entry; read with the shared keys, assumed: {ASSUMED}"]
+
+
+def _types(k: Keys, spec: Spec, layers: int) -> list[str]:
+    """Each layer's type, by meaning (full, sliding, linear, mamba, mlp, moe, ...), from whichever key gives them."""
+    plan = spec.sub("layers")
+    for key in ("layer_types", "layers_block_type"):
+        given = k.get(key)
+        if given is not None:
+            if not isinstance(given, list) or not all(isinstance(v, str) for v in given):
+                raise k.fail(key, given if not isinstance(given, list) else given[:8], "not a list of strings")
+            return _named(k, key, given[: layers if plan.flag(k, "cut") else None], layers, plan)
+    pattern = k.get("hybrid_override_pattern")
+    if pattern is not None:
+        if not isinstance(pattern, str):
+            raise k.fail("hybrid_override_pattern", pattern, "not a string")
+        return _named(k, "hybrid_override_pattern", list(pattern), layers, plan)
+    ratios = plan.sub("ratios")
+    if "key" in ratios:  # DeepSeek V4's legacy compress_ratios
+        given = k.ints(ratios.raw("key"))
+        names = {int(r): t for r, t in ratios.raw("map").items()}
+        unknown = [r for r in given if r not in names]
+        if unknown:
+            raise k.fail(ratios.raw("key"), unknown[0], f"not one of {', '.join(map(str, names))}")
+        return _named(k, "layer_types", [names[r] for r in given][:layers], layers, plan)
+    return _default_types(k, plan, layers)
+
+
+def _default_types(k: Keys, plan: Spec, layers: int) -> list[str]:
+    """The family's pattern when the config lists none: every n-th layer `on`, the rest `off`; or flags per layer."""
+    flags = plan.sub("flags")
+    if "key" in flags:  # Llama 4's no_rope_layers: 1 where a layer uses RoPE (chunked), 0 where it does not (full)
+        every = flags.number(k, "every", 4)
+        given = k.ints(flags.raw("key"), [int((i + 1) % every != 0) for i in range(layers)], minimum=0)
+        return _named(k, flags.raw("key"), [flags.raw("one") if v else flags.raw("zero") for v in given], layers, plan)
+    if "every" not in plan:
+        return [plan.raw("all", "full")] * layers
+    every, offset = plan.number(k, "every", 1), plan.number(k, "offset", -1)
+    if every < 1:
+        raise k.fail(plan.raw("every"), every, "not a whole number from 1")
+    # offset -1: every n-th layer counting from one (layers n-1, 2n-1, ...); otherwise layer i where i % n == offset
+    on = [(i + 1) % every == 0 if offset < 0 else i % every == offset for i in range(layers)]
+    return [plan.raw("on") if is_on else plan.raw("off") for is_on in on]
+
+
+def _named(k: Keys, key: str, given: list[str], layers: int, plan: Spec) -> list[str]:
+    if len(given) != layers:
+        raise CatalogError(
+            f"config for {k.name}: '{key}' has {len(given)} entries but {k.spelt('num_hidden_layers')} is {layers}",
+            f"Give '{key}' one entry per layer",
+        )
+    names = {**TYPE_NAMES, **plan.raw("names", {})}
+    for value in given:
+        if value not in names:
+            raise CatalogError(
+                f"config for {k.name}: '{key}' has a layer of kind {value!r}, which derive cannot describe",
+                f"Known kinds: {', '.join(sorted(set(names)))}",
+            )
+    return [names[v] for v in given]
+
+
+def _mixer(k: Keys, spec: Spec, kind: str) -> Kind:
+    """The mixer of one layer type, read by its kind's module with the entry's settings for that type."""
+    plan = spec.sub("layers")
+    module = plan.sub("kinds").raw(kind, KINDS.get(kind, kind))
+    section = spec.sub("attention") if module in ("attention", "latent", "compressed") else spec.sub(module)
+    own = _merge(section.section, section.sub(kind).section)
+    typed = Spec(own, f"{spec.where}.{kind}")
+    keys = typed.keys(k)
+    if module == "attention" and keys.has("kv_lora_rank"):
+        module = "latent"  # kv_lora_rank means multi-head latent attention, in any family
+    try:
+        reader = importlib.import_module(f"derive.architecture.kinds.{module}")
+    except ModuleNotFoundError:
+        raise CatalogError(
+            f"config for {k.name}: layers of type {kind!r} need a kind derive does not have ({module})",
+            "derive cannot describe this model",
+        ) from None
+    if module == "attention":
+        return reader.read(keys, typed, _span(keys, typed, kind))
+    if module == "compressed":
+        return reader.read(keys, typed, kind, _sliding(keys, "sliding_window"))
+    return reader.read(keys, typed)
+
+
+def _span(k: Keys, spec: Spec, kind: str) -> Span:
+    if kind == "sliding" or (kind == "full" and spec.raw("window") and k.has(spec.raw("window"))):
+        return _sliding(k, spec.raw("window", "sliding_window"))
+    if kind == "chunked":
+        return Span("chunked", k.int("attention_chunk_size"))
+    return FULL
+
+
+def _sliding(k: Keys, key: str) -> Span:
+    tokens = k.int(key)
+    limit = k.get("max_position_embeddings")
+    if isinstance(limit, int) and not isinstance(limit, bool) and tokens > limit:
+        raise CatalogError(
+            f"config for {k.name}: '{k.spelt(key)}' is {tokens:,}, larger than max_position_embeddings {limit:,}",
+            f"Fix '{k.spelt(key)}': a window cannot exceed the context the model takes",
+        )
+    return Span("sliding", tokens)
+
+
+def _moe_layers(k: Keys, layers: int) -> list[bool]:
+    """Which layers route to experts, by whichever placement keys the config gives (all of them, if none)."""
+    on = [True] * layers
+    if k.has("moe_layers"):
+        listed = set(k.ints("moe_layers"))
+        on = [i in listed for i in range(layers)]
+    elif k.has("interleave_moe_layer_step"):  # Llama 4: every step-th layer
+        step = k.int("interleave_moe_layer_step")
+        on = [(i + 1) % step == 0 for i in range(layers)]
+    if k.has("decoder_sparse_step") or k.has("mlp_only_layers"):  # Qwen: (i+1) % step == 0, less mlp_only_layers
+        step, dense_only = k.int("decoder_sparse_step", 1), set(k.ints("mlp_only_layers"))
+        on = [o and (i + 1) % step == 0 and i not in dense_only for i, o in enumerate(on)]
+    if k.has("first_k_dense_replace") or k.has("moe_layer_freq"):  # DeepSeek: i >= k and i % freq == 0
+        first, freq = k.int("first_k_dense_replace", 0, minimum=0), k.int("moe_layer_freq", 1)
+        on = [o and i >= first and i % freq == 0 for i, o in enumerate(on)]
+    if k.has("expert_layer_period"):  # Jamba: i % period == offset
+        period, offset = k.int("expert_layer_period"), k.int("expert_layer_offset", 0, minimum=0)
+        on = [o and i % period == offset for i, o in enumerate(on)]
+    return on
+
+
+def _layers(k: Keys, spec: Spec) -> list[Layer]:
+    count = k.int("num_hidden_layers")
+    types = _types(k, spec, count)
+    mixers = {kind: _mixer(k, spec, kind) for kind in dict.fromkeys(types) if kind not in _NO_MIXER}
+    mlp_spec, moe_spec = spec.sub("mlp"), spec.sub("moe")
+    experts = k.int("num_experts", 0, minimum=0) if moe_spec.flag(k, "routed", True) else 0
+    separate = "mlp" in types or "moe" in types  # a pattern of separate mixer and MLP layers (Nemotron-H)
+    moe = routed.read(moe_spec.keys(k), moe_spec) if experts or "moe" in types else None
+    routed_at = _moe_layers(k, count) if moe is not None and not separate else [False] * count
+    beside = moe_spec.flag(k, "beside_dense")
+    needs_dense = "mlp" in types if separate else beside or not all(routed_at)
+    dense = dense_mlp.read(mlp_spec.keys(k), mlp_spec) if needs_dense else None
+    if separate:
+        return [
+            (None, dense, None) if t == "mlp" else (None, None, moe) if t == "moe" else (mixers[t], None, None)
+            for t in types
+        ]
+    return [
+        (mixers[t], dense if (beside or not r) else None, moe if r else None)
+        for t, r in zip(types, routed_at, strict=True)
+    ]
+
+
+def _runs(layers: list[Layer], norms: int, hyper: int) -> tuple[LayerGroup, ...]:
+    """Consecutive identical layers as one group each."""
+    groups: list[LayerGroup] = []
+    for mixer, mlp, moe in layers:
+        last = groups[-1] if groups else None
+        if last is not None and (last.mixer, last.mlp, last.moe) == (mixer, mlp, moe):
+            groups[-1] = LayerGroup(last.count + 1, mixer, mlp, moe, norms, hyper)
+        else:
+            groups.append(LayerGroup(1, mixer, mlp, moe, norms, hyper))
+    return tuple(groups)
+
+
+def _dtype(k: Keys) -> str:
+    value = k.get("torch_dtype") or k.get("dtype")
+    return value if isinstance(value, str) else ""
+
+
+def _quantization(raw: Mapping[str, Any]) -> str:
+    quant = raw.get("quantization_config")
+    if not isinstance(quant, dict):
+        return ""
+    return str(quant.get("quant_method", "")) + (f" {quant['fmt']}" if "fmt" in quant else "")
+
+
+def _expert_format(raw: Mapping[str, Any]) -> str:
+    """mxfp4 when the checkpoint stores its experts so (gpt-oss keeps attention, router, embeddings in bf16)."""
+    quant = raw.get("quantization_config")
+    if isinstance(quant, dict) and quant.get("quant_method") == "mxfp4":
+        return "mxfp4"
+    return ""
