@@ -285,7 +285,14 @@ claim_option = click.option(
     help="The claimed tokens per second per user.",
 )
 
-_sheet_command("params", "params", need_gpu=False, reads=())
+check_option = click.option(
+    "--check",
+    is_flag=True,
+    default=None,
+    help="Also build the config with transformers on the meta device and compare layer by layer "
+    "(needs pip install 'derive[hf]').",
+)
+_sheet_command("params", "params", check_option, need_gpu=False, reads=())
 _sheet_command("kv", "kv", batch_option, need_gpu=False, figure=True)
 _sheet_command("knee", "knee", tp_option, figure=True)
 _sheet_command("flops", "flops", need_gpu=False, reads=("context",))

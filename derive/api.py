@@ -347,13 +347,18 @@ def check() -> dict[str, Any]:
 # One function per command. `None` means "the default", which the derivation names in its defaults used.
 
 
-def params(model: Any = None, *, config: str | Path | None = None) -> Derivation:
+def params(model: Any = None, *, config: str | Path | None = None, check: bool | None = None) -> Derivation:
     """Parameter count from the config: breakdown, total, active (MoE), embedding.
+
+    `check=True` also builds the config with transformers on the meta device (the optional extra
+    `pip install 'derive[hf]'`) and compares the counts layer by layer, naming the first difference.
 
     >>> derive.params("llama3-8b").results["total_params"]
     <Quantity(8030261248, 'parameter')>
     """
-    return _derive("derive.derivations.slice.params", {"model": model, "config": config}, False)
+    if check is not None and not isinstance(check, bool):
+        raise DeriveError(f"check is {check!r}, not true or false", "Pass check=True or leave it out")
+    return _derive("derive.derivations.slice.params", {"model": model, "config": config}, False, "", bool(check))
 
 
 def kv(

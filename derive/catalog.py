@@ -56,6 +56,7 @@ class Model:
     published_total: int | None = None
     published_active: int | None = None
     published_source: str = ""
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)  # the config.json as read
 
     @cached_property
     def formulas(self) -> ModelFormulas:
@@ -152,6 +153,7 @@ def load_model(name: str) -> Model:
         published_total=entry.get("published_total"),
         published_active=entry.get("published_active"),
         published_source=entry.get("published_source", ""),
+        raw=raw,
     )
 
 
@@ -182,7 +184,7 @@ def load_config_path(path: str | Path) -> Model:
     name = recorded.strip().rstrip("/").split("/")[-1] if named else (file.parent.name or file.stem)  # type: ignore[union-attr]
     config = read_architecture(raw, name)
     title = recorded if named else name
-    return Model(name=name, title=str(title), config=config, source=str(file))
+    return Model(name=name, title=str(title), config=config, source=str(file), raw=raw)
 
 
 @cache

@@ -21,6 +21,7 @@ VALUES = {
     "--prompt": ["512"],
     "--output": ["64"],
     "--floor": [],
+    "--check": [],
     "--json": [],
     "--tp": ["4"],
     "--tokens": ["64"],
