@@ -14,8 +14,13 @@ L = define("layers", "L", "", "L", "transformer layers")
 n_h = define("heads", "n_h", "", "n_h", "attention (query) heads")
 n_kv = define("kv_heads", "n_kv", "", r"n_{kv}", "key/value heads (GQA groups)")
 d_h = define("head_dim", "d_h", "", "d_h", "dimension of one attention head")
+d_hv = define("value_head_dim", "d_hv", "", r"d_{hv}", "dimension of one value head, where it differs from d_h")
 d_ff = define("intermediate", "d_ff", "", r"d_{ff}", "MLP intermediate size")
 n_pos = define("positions", "n_pos", "", r"n_{pos}", "learned position embeddings")
+d_pl = define("per_layer_input", "d_pl", "", r"d_{pl}", "width of each layer's own input embedding (Gemma 4)")
+V_pl = define("per_layer_vocab", "V_pl", "", r"V_{pl}", "rows of the per-layer input embedding table")
+d_b = define("bridge_width", "d_b", "", "d_b", "hidden width of the model a drafter's projections bridge to")
+n_xr = define("extra_rows", "n_xr", "", r"n_{xr}", "input-embedding rows past the vocabulary (the head has none)")
 E = define("experts", "E", "", "E", "routed experts per MoE layer")
 k_e = define("experts_per_token", "k_e", "", "k_e", "routed experts each token uses (top-k)")
 E_s = define("shared_experts", "E_s", "", "E_s", "shared experts per MoE layer (every token uses them)")
@@ -41,6 +46,7 @@ d_m = define("mamba_head_dim", "d_m", "", "d_m", "Mamba-2 head dimension")
 d_st = define("ssm_state", "d_st", "", r"d_{st}", "Mamba-2 state size per head and group")
 g_m = define("mamba_groups", "g_m", "", "g_m", "Mamba-2 groups sharing B and C")
 c_cv = define("conv_kernel", "c_cv", "", r"c_{cv}", "causal convolution kernel width (linear attention, Mamba)")
+d_lat = define("moe_latent", "d_lat", "", r"d_{lat}", "latent width the routed experts work in (latent MoE)")
 g_o = define("output_groups", "g_o", "", "g_o", "groups of DeepSeek V4's grouped output projection")
 r_o = define("o_lora_rank", "r_o", "", "r_o", "rank of DeepSeek V4's output projection, per group")
 m_c = define("compress_ratio", "m_c", "", "m_c", "tokens compressed into one cached entry (DeepSeek V4)")
@@ -75,6 +81,18 @@ N_rb = define(
 )
 N_shared = define("shared_expert_params", "N_shared", "parameter", r"N_{shared}", "shared expert parameters")
 N_norm = define("norm_params", "N_norm", "parameter", r"N_{norm}", "normalisation parameters (elementwise: no matmul)")
+N_skip = define(
+    "skipped_mixer_params", "N_skip", "parameter", r"N_{skip}", "routed attention-expert parameters a token skips"
+)
+N_ple = define(
+    "per_layer_input_params", "N_ple", "parameter", r"N_{ple}", "per-layer input projections and gates (Gemma 4)"
+)
+N_bridge = define(
+    "bridge_params", "N_bridge", "parameter", r"N_{bridge}", "a drafter's projections from and to its backbone's width"
+)
+N_mlat = define(
+    "moe_latent_params", "N_mlat", "parameter", r"N_{mlat}", "latent MoE projections into and out of the experts' width"
+)
 N_head = define("head_params", "N_head", "parameter", r"N_{head}", "LM head parameters stored apart from the embedding")
 N_lm = define(
     "lm_head_matmul_params", "N_lm", "parameter", r"N_{lm}", "parameters of the LM head matmul (V x d, tied or not)"
@@ -163,6 +181,20 @@ n = define("tp", "n", "", "n", "tensor-parallel degree (accelerators sharing eac
 # Derived quantities (defined in memory.py, flops.py, roofline.py).
 W = define("weight_bytes", "W", "byte", "W", "bytes of weights")
 k = define("kv_bytes_per_token", "k", "byte/token", "k", "KV-cache bytes per token of context")
+k_m = define(
+    "kv_marginal_bytes_per_token",
+    "k_m",
+    "byte/token",
+    "k_m",
+    "KV-cache bytes each further token adds, past every window",
+)
+K_fix = define(
+    "kv_fixed_bytes_per_sequence",
+    "K_fix",
+    "byte/sequence",
+    r"K_{fix}",
+    "cache one sequence holds whatever its length, past every window: full windows and recurrent state",
+)
 kv_seq = define("kv_bytes_per_sequence", "K_seq", "byte/sequence", r"K_{seq}", "KV-cache bytes of one sequence")
 K_pr = define(
     "prompt_kv_bytes_per_sequence",

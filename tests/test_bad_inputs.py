@@ -97,11 +97,6 @@ CONFIGS = [
         "'layer_types' has 1 entries but num_hidden_layers is 2",
     ),
     (
-        "a window larger than the context limit",
-        json.dumps({**GPT_OSS, "sliding_window": 4096}).encode(),
-        "'sliding_window' is 4,096, larger than max_position_embeddings 64",
-    ),
-    (
         "a hybrid pattern of the wrong length",
         json.dumps({**NEMOTRON, "hybrid_override_pattern": "M*M"}).encode(),
         "'hybrid_override_pattern' has 3 entries but num_hidden_layers is 2",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import sympy
 
 from derive.architecture.kinds import Kind, MoE
-from derive.architecture.kinds.base import CACHE_SOURCE
+from derive.architecture.kinds.base import CACHE_SOURCE, KIND_NAMES
 from derive.architecture.model import Architecture
 from derive.errors import CatalogError
 from derive.library import Formula
@@ -24,21 +24,9 @@ from formulas import notation as n
 
 _HF_MODELING = "transformers' modeling code for the family (one term per weight tensor)"
 
-# What a tag names, so that a tagged symbol means one thing in every model.
-KIND_NAMES = {
-    "full": "full-attention",
-    "swa": "sliding-window",
-    "chunk": "chunked-attention",
-    "mla": "latent-attention",
-    "dsa": "sparse latent-attention",
-    "lin": "linear-attention",
-    "ssm": "Mamba-2",
-    "csa": "sparse compressed-attention",
-    "hca": "heavily compressed-attention",
-}
-
 
 def kind_name(tag: str) -> str:
+    """What a tag names in prose (each kind declares its own); a compressed entry's `csac` is its kind's `csa`."""
     return KIND_NAMES.get(tag.rstrip("c") if tag not in KIND_NAMES else tag, tag)
 
 
@@ -143,13 +131,21 @@ def model_formulas(arch: Architecture) -> ModelFormulas:
     """The parameter breakdown, totals and per-kind cost formulas of one architecture."""
     syms = _Symbols(arch)
     d, V = n.d.symbol, n.V.symbol
-    embedding = V * d + (n.n_pos.symbol * d if arch.positions else 0)
+    embedding = V * d + (n.n_pos.symbol * d if arch.positions else 0) + (n.n_xr.symbol * d if arch.extra_rows else 0)
     if arch.positions:
         syms.values[n.n_pos] = arch.positions
+    if arch.extra_rows:
+        syms.values[n.n_xr] = arch.extra_rows
+    if arch.per_layer_input:
+        syms.values.update({n.d_pl: arch.per_layer_input, n.V_pl: arch.per_layer_vocab})
+        embedding += n.V_pl.symbol * n.L.symbol * n.d_pl.symbol  # embed_tokens_per_layer: L·d_pl values a row
+    if arch.bridge:
+        syms.values[n.d_b] = arch.bridge
     parts = [_count(n.N_emb, embedding)]
     mixers = arch.mixers
     if mixers:
-        parts.append(_count(n.N_attn, sum(syms.layers(m) * m.weights(syms.of(m)) for m in mixers)))
+        per_layer = sum(syms.layers(m) * m.weights(syms.of(m)) for m in mixers)
+        parts.append(_count(n.N_attn, per_layer + sum(m.shared_weights(syms.of(m)) for m in mixers)))
     mlp = arch.dense_mlp
     if mlp is not None:
         parts.append(_count(n.N_mlp, syms.layers(mlp) * mlp.weights(syms.of(mlp))))
@@ -162,11 +158,19 @@ def model_formulas(arch: Architecture) -> ModelFormulas:
         parts.append(_count(n.N_routed, L_e * s(n.E) * moe.expert(s)))
         if moe.shared:
             parts.append(_count(n.N_shared, L_e * moe.shared_experts(s)))
+        if moe.latent:
+            parts.append(_count(n.N_mlat, L_e * moe.latent_projections(s)))
     if arch.hyper:
         parts.append(_count(n.N_res, _hyper_connections(arch, syms), _HYPER_SOURCE))
+    if arch.per_layer_input:  # per_layer_model_projection (d -> L·d_pl), and each layer's gate and projection
+        L, p = n.L.symbol, n.d_pl.symbol
+        parts.append(_count(n.N_ple, d * L * p + L * 2 * d * p, _PLE_SOURCE))
+    if arch.bridge:  # pre_projection 2·d_b -> d and post_projection d -> d_b
+        parts.append(_count(n.N_bridge, 3 * d * n.d_b.symbol, _PLE_SOURCE))
     parts.append(_count(n.N_norm, _norms(arch, syms)))
-    if not arch.tied or arch.head_bias:
-        parts.append(_count(n.N_head, (0 if arch.tied else V * d) + (V if arch.head_bias else 0)))
+    if not arch.tied or arch.head_bias or arch.head_dense:
+        transform = (d * d + (d if arch.head_dense == 2 else 0)) if arch.head_dense else 0  # ModernBERT's head.dense
+        parts.append(_count(n.N_head, (0 if arch.tied else V * d) + (V if arch.head_bias else 0) + transform))
     totals = _totals(parts, moe, syms) + _lookups(arch)
     per_token, costs, kinds = _costs(arch, syms)
     if arch.expert_format:
@@ -183,6 +187,11 @@ _CORRECTION_SOURCE = (
     "so its parameter count leaves it out."
 )
 
+_PLE_SOURCE = (
+    "transformers' modeling_gemma4: per_layer_model_projection, and per layer a per_layer_input_gate (d -> d_pl) and "
+    "a per_layer_projection (d_pl -> d); the assistant's pre_projection and post_projection."
+)
+
 _HYPER_SOURCE = (
     "DeepSeek V4's hyper-connections (transformers' modeling_deepseek_v4): per layer, an attention and an FFN "
     "mixer of n_hc streams, each fn of (2 + n_hc)·n_hc rows over the n_hc·d streams, a base and three scales; "
@@ -190,11 +199,16 @@ _HYPER_SOURCE = (
 )
 
 
+def _hyper_mixer(arch: Architecture, h: sympy.Expr, d: sympy.Expr) -> sympy.Expr:
+    """One hyper-connection mixer: DeepSeek V4's fn has (2 + h)·h rows and 3 scales; HY V4 drops the h·h comb rows."""
+    rows, scales = ((2 + h) * h, 3) if arch.hyper_comb else (2 * h, 2)
+    return rows * (h * d) + rows + scales
+
+
 def _hyper_connections(arch: Architecture, syms: _Symbols) -> sympy.Expr:
     syms.values[n.n_hc] = arch.hyper
     h, d, L = n.n_hc.symbol, n.d.symbol, n.L.symbol
-    mixer = (2 + h) * h * (h * d) + (2 + h) * h + 3
-    return L * 2 * mixer + h * (h * d) + h + 1
+    return L * 2 * _hyper_mixer(arch, h, d) + h * (h * d) + h + 1
 
 
 def _norms(arch: Architecture, syms: _Symbols) -> sympy.Expr:
@@ -204,8 +218,10 @@ def _norms(arch: Architecture, syms: _Symbols) -> sympy.Expr:
         outside = n.L.symbol * per_layer.pop() * width
     else:
         outside = sum(g.count * g.norms for g in arch.groups) * width
-    inside = sum(syms.layers(m) * m.norms(syms.of(m)) for m in arch.mixers)
-    return outside + inside + arch.outer_norms * width
+    parts = [*arch.mixers, *{p for g in arch.groups for p in (g.mlp, g.moe) if p is not None}]
+    inside = sum(syms.layers(m) * m.norms(syms.of(m)) for m in parts)
+    per_layer_inputs = (n.L.symbol * width + n.d_pl.symbol) if arch.per_layer_input else 0  # and their norms
+    return outside + inside + arch.outer_norms * width + per_layer_inputs
 
 
 def _totals(parts: list[Formula], moe: MoE | None, syms: _Symbols) -> tuple[Formula, ...]:
@@ -223,6 +239,12 @@ def _totals(parts: list[Formula], moe: MoE | None, syms: _Symbols) -> tuple[Form
     # The LM head multiplies every token's hidden state by V x d, tied or not.
     extra.append(_count(n.N_lm, n.V.symbol * n.d.symbol))
     matmul_terms.append(n.N_lm.symbol)
+    # Mixers whose own experts are routed (JetMoE's mixture of attention heads): what a token skips there.
+    skipped_mixers = sum(syms.layers(m) * m.skipped(syms.of(m)) for m in syms.arch.mixers)
+    if skipped_mixers != 0:
+        extra.append(_count(n.N_skip, skipped_mixers))
+        active_terms.append(-n.N_skip.symbol)
+        matmul_terms.append(-n.N_skip.symbol)
     return (
         total,
         *extra,
@@ -268,29 +290,35 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
     cache_at: dict[str, sympy.Expr] = {"S": zero, "S_p": zero}
     attended: dict[str, sympy.Expr] = {"S": zero, "S_p": zero}  # decode at S; the mean over a prompt of S_p
     prompt_mean_at_s: sympy.Expr = sympy.Integer(0)
+    marginal: sympy.Expr = sympy.Integer(0)  # past every window: what each token adds, and what stays fixed
+    fixed: sympy.Expr = sympy.Integer(0)
     for mixer in mixers:
         s, L = syms.of(mixer), syms.layers(mixer)
         kv_sym = state_sym = conv_sym = span_sym = None
-        cached = mixer.cached_values(s)
-        if cached != 0:
-            v = tagged(n.v_kv, mixer.tag, f"values the {kind_name(mixer.tag)} layers cache per token of context")
-            kv_sym = tagged(n.k, mixer.tag, f"KV-cache bytes per token of context in the {kind_name(mixer.tag)} layers")
-            a = tagged(
-                n.a, mixer.tag, f"attention FLOPs per query token, per attended token, {kind_name(mixer.tag)} layers"
-            )
-            per_token.append(_count(v, L * cached, CACHE_SOURCE))
-            per_token.append(_count(a, 2 * L * mixer.attention_macs(s), _FLOP_SOURCE))
-            per_token.append(Formula(kv_sym, v.symbol * b_kv, "Cached values per token times bytes per value."))
-            values.append(v.symbol)
+        cached, macs = mixer.cached_values(s), mixer.attention_macs(s)
+        if cached != 0 or macs != 0:  # a KV-shared layer attends over another layer's cache and keeps none
+            name = kind_name(mixer.tag)
+            a = tagged(n.a, mixer.tag, f"attention FLOPs per query token, per attended token, {name} layers")
+            if cached != 0:
+                v = tagged(n.v_kv, mixer.tag, f"values the {name} layers cache per token of context")
+                kv_sym = tagged(n.k, mixer.tag, f"KV-cache bytes per token of context in the {name} layers")
+                per_token.append(_count(v, L * cached, CACHE_SOURCE))
+            per_token.append(_count(a, 2 * L * macs, _FLOP_SOURCE))
             flops_per_cached.append(a.symbol)
+            if kv_sym is not None:
+                per_token.append(Formula(kv_sym, v.symbol * b_kv, "Cached values per token times bytes per value."))
+                values.append(v.symbol)
             per_token.extend(mixer.context_formulas(s, L))
             span_sym = mixer.span().symbol
-            for key, context in (("S", S), ("S_p", S_p)):
-                cache_at[key] += mixer.cache(s, context, kv_sym.symbol)
+            if kv_sym is not None:
+                for key, context in (("S", S), ("S_p", S_p)):
+                    cache_at[key] += mixer.cache(s, context, kv_sym.symbol)
+                grows, held = mixer.cache_growth(s, kv_sym.symbol)
+                marginal, fixed = marginal + grows, fixed + held
             attended["S"] += mixer.attended(s, S, a.symbol)
             attended["S_p"] += mixer.prompt_attended(s, S_p, a.symbol)
             prompt_mean_at_s += mixer.prompt_attended(s, S, a.symbol)
-        if mixer.state_values(s) != 0:
+        if mixer.state_values(s) != 0 or mixer.state_conv_values(s) != 0:
             state_sym = tagged(
                 n.s_st, mixer.tag, f"recurrent-state values one sequence keeps, {kind_name(mixer.tag)} layers"
             )
@@ -304,6 +332,7 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
             state = b_st * state_sym.symbol + b_kv * conv_sym.symbol
             cache_at["S"] += state
             cache_at["S_p"] += state
+            fixed += state
             for key in attended:
                 attended[key] += f.symbol
             prompt_mean_at_s += f.symbol
@@ -318,6 +347,8 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
     costs = (
         Formula(n.kv_seq, cache_at["S"], "Each layer kind caches its tokens (at most its window) or keeps its state."),
         Formula(n.K_pr, cache_at["S_p"], "The same cache after a prompt of S_p tokens."),
+        Formula(n.k_m, marginal, "Past every window, each token adds a cache entry in the layers that keep all."),
+        Formula(n.K_fix, fixed, "Past every window, the windows are full and the recurrent state is its fixed size."),
         Formula(F_att, attended["S"], "Each layer kind attends over its span, or updates its state, per token."),
         Formula(F_att_avg, prompt_mean_at_s, "The same, averaged over a causal prompt of S tokens."),
         Formula(n.F_pre, attended["S_p"], "The same, averaged over a causal prompt of S_p tokens."),
@@ -328,12 +359,15 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
 def _lookups(arch: Architecture) -> tuple[Formula, ...]:
     """The tables a step only gathers rows of: the input embedding unless the head multiplies through it, positions."""
     d = n.d.symbol
-    tables = [(n.V.symbol, not arch.tied), (n.n_pos.symbol, bool(arch.positions))]
-    looked_up = [rows for rows, gathered in tables if gathered]
+    rows = n.V.symbol + (n.n_xr.symbol if arch.extra_rows else 0)
+    per_layer = n.L.symbol * n.d_pl.symbol  # Gemma 4's per-layer input table: L·d_pl values a row
+    tables = [(rows, d, not arch.tied), (n.n_pos.symbol, d, bool(arch.positions))]
+    tables.append((n.V_pl.symbol, per_layer, bool(arch.per_layer_input)))
+    looked_up = [(table, width) for table, width, gathered in tables if gathered]
     source = "An embedding is a gather of one row per token (vLLM's VocabParallelEmbedding); a tied head is a matmul."
     return (
-        _count(n.N_look, sum(looked_up) * d, source),
-        _count(n.n_g, len(looked_up) * d, source),
+        _count(n.N_look, sum(table * width for table, width in looked_up), source),
+        _count(n.n_g, sum(width for _, width in looked_up), source),
     )
 
 
@@ -382,3 +416,19 @@ def _weight_bytes() -> Formula:
         (n.N.symbol - n.N_routed.symbol) * n.b_w.symbol + n.N_routed.symbol * n.b_x.symbol,
         "The routed experts are stored in the checkpoint's format (quantization_config); the rest in the weight dtype.",
     )
+
+
+def layer_params(arch: Architecture) -> list[int]:
+    """Each layer's parameters, in order, as transformers' modules hold them (no e_score_correction_bias buffer)."""
+    syms = _Symbols(arch)
+    values = {sym.symbol: sympy.Integer(v) for sym, v in syms.values.items()}
+    width = (2 if arch.layer_norm else 1) * n.d.symbol
+    h, d = sympy.Integer(arch.hyper), n.d.symbol
+    hyper = 2 * _hyper_mixer(arch, h, d) if arch.hyper else 0  # _hyper_connections, per layer
+    out: list[int] = []
+    # Gemma 4's per-layer inputs: each layer's gate, projection and norm live in the layer.
+    inputs = 2 * d * arch.per_layer_input + width if arch.per_layer_input else 0
+    for g in arch.groups:
+        per_layer = g.norms * width + hyper + inputs + sum(p.layer_params(syms.of(p)) for p in g.parts())
+        out += [int(sympy.sympify(per_layer).xreplace(values))] * g.count
+    return out

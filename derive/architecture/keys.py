@@ -21,17 +21,27 @@ _LARGEST = 10**9
 # The shared vocabulary: a common name, then the other names families give it, tried in order.
 ALIASES: dict[str, tuple[str, ...]] = {
     "hidden_size": ("n_embd", "d_model", "emb_dim", "model_dim", "dim"),
+    "layer_types": ("attention_layers",),
     "num_hidden_layers": ("n_layer", "n_layers", "num_layers", "decoder_layers"),
     "num_attention_heads": ("n_head", "n_heads", "num_heads", "attention_heads", "decoder_attention_heads"),
     "num_key_value_heads": ("num_kv_heads", "n_kv_heads", "n_head_kv", "multi_query_group_num"),
     "head_dim": ("attention_head_dim", "kv_channels", "head_size"),
     "intermediate_size": ("ffn_hidden_size", "n_inner", "ffn_dim", "d_ff", "intermediate_dim"),
     "vocab_size": ("padded_vocab_size", "n_words", "n_token"),
-    "max_position_embeddings": ("n_positions", "max_seq_len", "context_length", "max_sequence_length", "seq_length"),
+    "max_position_embeddings": (
+        "n_positions",
+        "max_seq_len",
+        "context_length",
+        "max_sequence_length",
+        "seq_length",
+        "model_max_length",
+    ),
     "num_experts": ("num_local_experts", "n_routed_experts", "moe_num_experts", "n_experts", "num_routed_experts"),
     "num_experts_per_tok": ("num_experts_per_token", "moe_topk", "moe_k", "top_k_experts", "experts_per_token"),
     "moe_intermediate_size": ("expert_intermediate_size", "expert_ffn_hidden_size", "moe_ffn_hidden_size"),
     "n_shared_experts": ("num_shared_experts",),
+    "first_k_dense_replace": ("num_dense_layers", "moe_layer_start_index"),
+    "decoder_sparse_step": ("moe_layer_interval",),
     "shared_expert_intermediate_size": ("moe_shared_expert_intermediate_size", "share_expert_dim"),
     "sliding_window": ("sliding_window_size", "attention_window_size"),
     "tie_word_embeddings": ("tie_embeddings",),
@@ -53,6 +63,12 @@ class Keys:
         self.raw, self.name, self.family, self.outer = raw, name, family, outer or {}
         self.names, self.defaults = names or {}, defaults or {}
 
+    def overlay(self, values: Mapping[str, Any]) -> Keys:
+        """The same config with some keys given other values (one layer's per_layer_config)."""
+        if not values:
+            return self
+        return Keys({**self.raw, **values}, self.name, self.family, self.outer, self.names, self.defaults)
+
     def renamed(self, names: Mapping[str, list[str]]) -> Keys:
         """The same config with some keys read under other names (a layer kind's own heads, say)."""
         return Keys(self.raw, self.name, self.family, self.outer, {**self.names, **names}, self.defaults)
@@ -65,22 +81,33 @@ class Keys:
             return tuple(self.names[key])
         return (key, *ALIASES.get(key, ()))
 
+    def _found(self, spelling: str) -> Any:
+        """The config's value under one name; a dotted name reads inside a sub-table (DBRX's attn_config.kv_n_heads)."""
+        for table in (self.raw, self.outer):
+            value: Any = table
+            for part in spelling.split("."):
+                value = value.get(part) if isinstance(value, Mapping) else None
+            if value is not None:
+                return value
+        return None
+
     def spelt(self, key: str) -> str:
         """The name the config gives `key` (its first spelling where it gives none)."""
         spellings = self._spellings(key)
-        return next(
-            (k for k in spellings if self.raw.get(k) is not None or self.outer.get(k) is not None), spellings[0]
-        )
+        return next((k for k in spellings if self._found(k) is not None), spellings[0])
 
     def get(self, key: str, default: object = None) -> Any:
         for spelling in self._spellings(key):
-            value = self.raw.get(spelling)
-            if value is None:
-                value = self.outer.get(spelling)
+            value = self._found(spelling)
             if value is not None:
                 return value
-        value = self.defaults.get(key)
+        # The family's default, under the common name or under the name this reading gives it.
+        value = next((self.defaults[s] for s in (key, *self._spellings(key)) if self.defaults.get(s) is not None), None)
         return default if value is None else value
+
+    def given(self, key: str) -> bool:
+        """The config itself gives `key` (not the family's default)."""
+        return any(self._found(k) is not None for k in self._spellings(key))
 
     def has(self, key: str) -> bool:
         return self.get(key) is not None

@@ -49,6 +49,12 @@ class Architecture:
     positions: int = 0
     outer_norms: int = 1  # d-wide norms outside the layers: the final norm, and an embedding norm (BLOOM)
     head_bias: bool = False  # the LM head adds a V-wide bias
+    head_dense: int = 0  # the head first transforms the hidden state: a d x d dense (1), with its bias (2)
+    hyper_comb: bool = True  # the hyper-connection mixers keep DeepSeek V4's h x h comb rows (HY V4: no)
+    extra_rows: int = 0  # input-embedding rows past the vocabulary, which the head does not have (Mllama: 8)
+    per_layer_input: int = 0  # d_pl: each layer's own input embedding, gated into it (Gemma 4's PLE)
+    per_layer_vocab: int = 0
+    bridge: int = 0  # d_b: a drafter's pre/post projections to its backbone's width (Gemma 4 assistant)
     hyper: int = 0
     max_context: int = 0
     torch_dtype: str = ""

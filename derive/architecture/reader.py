@@ -13,6 +13,7 @@ Each layer kind reads its own keys (derive/architecture/kinds/).
 from __future__ import annotations
 
 import importlib
+import json
 import tomllib
 from collections.abc import Mapping
 from functools import cache
@@ -21,8 +22,6 @@ from typing import Any
 
 from derive.architecture.keys import Keys
 from derive.architecture.kinds import FULL, DenseMLP, Kind, MoE, Span
-from derive.architecture.kinds import mlp as dense_mlp
-from derive.architecture.kinds import moe as routed
 from derive.architecture.model import Architecture, LayerGroup
 from derive.architecture.spec import Spec
 from derive.errors import CatalogError
@@ -54,6 +53,7 @@ KINDS: dict[str, str] = {
     "mamba": "mamba2",
 }
 _NO_MIXER = ("mlp", "moe")
+MLP_TYPES = {"dense": "dense", "sparse": "sparse"}
 
 # A checkpoint whose model_type has no entry is read as the class its `architectures` names, when one does.
 ARCHITECTURES: dict[str, str] = {
@@ -113,9 +113,7 @@ def read_architecture(raw: object, name: str) -> Architecture:
     if any(isinstance(raw.get(t), dict) for t in _TOWERS):
         notes.append("the vision/audio tower is left out: these counts are the text decoder's")
     spec = Spec(table, family)
-    for key, why in table.get("refuse", {}).items():
-        if k.get(key):
-            raise CatalogError(f"config for {name}: '{key}' is {k.get(key)!r}", why)
+    _refuse(k, table.get("refuse", {}))
     layers = _layers(k, spec)
     if not layers:
         raise CatalogError(f"config for {name} has no layers", "Fix 'num_hidden_layers'")
@@ -124,11 +122,18 @@ def read_architecture(raw: object, name: str) -> Architecture:
             f"config for {name}: no layer mixes tokens (no attention, linear attention or Mamba layer)",
             "A decoder needs at least one mixer layer: fix the layer pattern",
         )
-    norms = spec.number(k, "norms", 2)
-    if any(moe is not None for _, _, moe in layers):
-        norms += spec.sub("moe").number(k, "norms", 0)
+    # d-wide norms a layer, with any d-wide learned vectors outside the mixer (residual gates and scales: ERGO, Doge)
+    norms = spec.number(k, "norms", 2) + spec.number(k, "vectors", 0)
+    moe_norms = spec.sub("moe").number(k, "norms", 0)
     notes += [note for mixer in dict.fromkeys(m for m, _, _ in layers if m is not None) for note in mixer.notes()]
     notes += table.get("notes", [])
+    limit = k.int("max_position_embeddings", 0, minimum=0)
+    for mixer in dict.fromkeys(m for m, _, _ in layers if m is not None):
+        if limit and mixer.window_tokens() > limit:  # transformers' own defaults do this (EXAONE 4: 4,096 of 2,048)
+            notes.append(
+                f"the {mixer.label} window of {mixer.window_tokens():,} tokens is past max_position_embeddings "
+                f"{limit:,}: within the positions the model takes, those layers attend to every token"
+            )
     mtp = k.get("num_nextn_predict_layers") or k.get("mtp_num_hidden_layers") or k.get("num_mtp_modules")
     if isinstance(mtp, int) and mtp > 0:
         notes.append(f"the {mtp} multi-token-prediction layer(s) are left out, as transformers builds the model")
@@ -138,12 +143,25 @@ def read_architecture(raw: object, name: str) -> Architecture:
         family=family,
         vocab=k.int("vocab_size"),
         hidden=k.int("hidden_size"),
-        groups=_runs(layers, norms, hyper),
+        groups=_runs(layers, norms, moe_norms, hyper, spec.sub("layers").number(k, "first_norms", norms)),
         tied=k.flag("tie_word_embeddings", False),
         layer_norm=spec.text(k, "norm", "rms") == "layer",
-        positions=k.int("max_position_embeddings") if spec.flag(k, "positions") else 0,
-        outer_norms=int(spec.flag(k, "final_norm", True)) + int(spec.flag(k, "embedding_norm")),
+        # A learned position table; OPT and BioGPT keep `position_offset` rows more than the positions.
+        positions=k.int("max_position_embeddings") + spec.number(k, "position_offset", 0)
+        if spec.flag(k, "positions")
+        else 0,
+        outer_norms=sum(
+            int(spec.flag(k, key, key == "final_norm")) for key in ("final_norm", "embedding_norm", "head_norm")
+        ),
+        extra_rows=spec.number(k, "extra_rows", 0),
+        hyper_comb=spec.flag(k, "hyper_comb", True),
+        per_layer_input=k.int("hidden_size_per_layer_input", 0, minimum=0) if spec.flag(k, "per_layer_inputs") else 0,
+        per_layer_vocab=k.int("vocab_size_per_layer_input", k.int("vocab_size"))
+        if spec.flag(k, "per_layer_inputs")
+        else 0,
+        bridge=k.int(spec.raw("bridge"), 0, minimum=0) if spec.raw("bridge") else 0,
         head_bias=spec.flag(k, "head_bias"),
+        head_dense=(1 + int(spec.flag(k, "head_dense_bias"))) if spec.flag(k, "head_dense") else 0,
         hyper=hyper,
         max_context=k.int("max_position_embeddings", 0, minimum=0),
         torch_dtype=_dtype(k),
@@ -154,11 +172,28 @@ def read_architecture(raw: object, name: str) -> Architecture:
     )
 
 
+def _refuse(k: Keys, rules: Mapping[str, Any]) -> None:
+    """A part derive cannot describe, named by the key that turns it on: `key = "why"` (when the key is set), or
+    `key = { why = "...", above = N }` (past N), or `{ why = "...", differs = "other_key" }`."""
+    for key, rule in rules.items():
+        value = k.get(key)
+        why = rule if isinstance(rule, str) else rule["why"]
+        if isinstance(rule, dict) and "above" in rule:
+            hit = isinstance(value, (int, float)) and not isinstance(value, bool) and value > rule["above"]
+        elif isinstance(rule, dict) and "differs" in rule:
+            hit = value is not None and value != k.get(rule["differs"])
+        else:
+            hit = bool(value)
+        if hit:
+            raise CatalogError(f"config for {k.name}: '{k.spelt(key)}' is {value!r}", why)
+
+
 def _family(raw: Mapping[str, Any], text: Any, name: str) -> tuple[str, dict[str, Any], list[str]]:
     """The model_type to read as, its entry, and what the reading had to assume."""
     family = raw.get("model_type")
-    if isinstance(text, dict) and isinstance(text.get("model_type"), str) and entry(text["model_type"]) is not None:
-        family = text["model_type"]  # a wrapper: its text decoder's family (qwen3_vl_moe -> qwen3_vl_moe_text)
+    inner = text.get("model_type") if isinstance(text, dict) else None
+    if isinstance(inner, str) and entry(inner) is not None and not (isinstance(family, str) and entry(family)):
+        family = inner  # a wrapper with no entry of its own: its text decoder's family (llava -> llama)
     if family is None or (isinstance(family, str) and not family.strip()):
         raise CatalogError(f"config for {name} has no 'model_type'", "Add the family's model_type to the config.json")
     if not isinstance(family, str):
@@ -191,7 +226,35 @@ def _family(raw: Mapping[str, Any], text: Any, name: str) -> tuple[str, dict[str
 
 
 def _types(k: Keys, spec: Spec, layers: int) -> list[str]:
-    """Each layer's type, by meaning (full, sliding, linear, mamba, mlp, moe, ...), from whichever key gives them."""
+    """Each layer's type, by meaning (full, sliding, linear, mamba, mlp, moe, ...), from whichever key gives them.
+
+    A DSA layer that reuses the previous layer's top-k (`indexer_types` "shared") is its own type, `TYPE+shared`.
+    """
+    types = _listed_types(k, spec, layers)
+    reads_kv = _kv_shared(k, layers)
+    types = [f"{t}+kv" if s and t not in _NO_MIXER else t for t, s in zip(types, reads_kv, strict=True)]
+    shared = k.texts("indexer_types")
+    if shared is None:
+        return types
+    indexing = _named(k, "indexer_types", shared, layers, spec, {"full": "full", "shared": "shared"})
+    return [f"{t}+shared" if i == "shared" and t not in _NO_MIXER else t for t, i in zip(types, indexing, strict=True)]
+
+
+def _kv_shared(k: Keys, layers: int) -> list[bool]:
+    """Layers that read an earlier layer's keys and values: kv_source_layers naming another layer (Kolibri 1.1),
+    or the last num_kv_shared_layers (Gemma 3n, Gemma 4). Such a layer has no k/v projections and caches nothing."""
+    if k.has("kv_source_layers"):
+        given = k.ints("kv_source_layers")
+        if len(given) != layers:
+            raise k.fail("kv_source_layers", given[:8], f"not one entry for each of the {layers} layers")
+        return [source != i for i, source in enumerate(given)]
+    last = k.int("num_kv_shared_layers", 0, minimum=0)
+    if last > layers:
+        raise k.fail("num_kv_shared_layers", last, f"more than the {layers} layers")
+    return [i >= layers - last for i in range(layers)]
+
+
+def _listed_types(k: Keys, spec: Spec, layers: int) -> list[str]:
     plan = spec.sub("layers")
     for key in ("layer_types", "layers_block_type"):
         given = k.get(key)
@@ -199,6 +262,10 @@ def _types(k: Keys, spec: Spec, layers: int) -> list[str]:
             if not isinstance(given, list) or not all(isinstance(v, str) for v in given):
                 raise k.fail(key, given if not isinstance(given, list) else given[:8], "not a list of strings")
             return _named(k, key, given[: layers if plan.flag(k, "cut") else None], layers, plan)
+    cycle = plan.raw("cycle")
+    if cycle is not None and k.has(cycle):  # a short list repeated over the layers (RecurrentGemma's block_types)
+        given = k.texts(cycle) or []
+        return _named(k, cycle, [given[i % len(given)] for i in range(layers)] if given else [], layers, plan)
     pattern = k.get("hybrid_override_pattern")
     if pattern is not None:
         if not isinstance(pattern, str):
@@ -217,6 +284,12 @@ def _types(k: Keys, spec: Spec, layers: int) -> list[str]:
 
 def _default_types(k: Keys, plan: Spec, layers: int) -> list[str]:
     """The family's pattern when the config lists none: every n-th layer `on`, the rest `off`; or flags per layer."""
+    listed = plan.sub("listed")
+    if "key" in listed:  # the layers a list key names are of another type (Mllama's cross_attention_layers)
+        at = set(k.ints(listed.raw("key")))
+        if any(i >= layers for i in at):
+            raise k.fail(listed.raw("key"), max(at), f"not a layer index below {layers}")
+        return [listed.raw("type") if i in at else plan.raw("all", "full") for i in range(layers)]
     flags = plan.sub("flags")
     if "key" in flags:  # Llama 4's no_rope_layers: 1 where a layer uses RoPE (chunked), 0 where it does not (full)
         every = flags.number(k, "every", 4)
@@ -232,13 +305,15 @@ def _default_types(k: Keys, plan: Spec, layers: int) -> list[str]:
     return [plan.raw("on") if is_on else plan.raw("off") for is_on in on]
 
 
-def _named(k: Keys, key: str, given: list[str], layers: int, plan: Spec) -> list[str]:
+def _named(
+    k: Keys, key: str, given: list[str], layers: int, plan: Spec, known: Mapping[str, str] | None = None
+) -> list[str]:
     if len(given) != layers:
         raise CatalogError(
             f"config for {k.name}: '{key}' has {len(given)} entries but {k.spelt('num_hidden_layers')} is {layers}",
             f"Give '{key}' one entry per layer",
         )
-    names = {**TYPE_NAMES, **plan.raw("names", {})}
+    names = {**(TYPE_NAMES if known is None else known), **plan.raw("names", {})}
     for value in given:
         if value not in names:
             raise CatalogError(
@@ -251,25 +326,33 @@ def _named(k: Keys, key: str, given: list[str], layers: int, plan: Spec) -> list
 def _mixer(k: Keys, spec: Spec, kind: str) -> Kind:
     """The mixer of one layer type, read by its kind's module with the entry's settings for that type."""
     plan = spec.sub("layers")
-    module = plan.sub("kinds").raw(kind, KINDS.get(kind, kind))
-    section = spec.sub("attention") if module in ("attention", "latent", "compressed") else spec.sub(module)
-    own = _merge(section.section, section.sub(kind).section)
+    kind, shared = kind.removesuffix("+shared"), kind.endswith("+shared")
+    kind, reads_kv = kind.removesuffix("+kv"), kind.endswith("+kv")
+    module = "kv_shared" if reads_kv else plan.sub("kinds").raw(kind, KINDS.get(kind, kind))
+    attention = ("attention", "latent", "compressed", "kv_shared")
+    section = spec.sub("attention") if module in attention else spec.sub(module)
+    own = _merge(section.section, section.sub(kind).section) | ({"indexer_shared": True} if shared else {})
     typed = Spec(own, f"{spec.where}.{kind}")
     keys = typed.keys(k)
     if module == "attention" and keys.has("kv_lora_rank"):
         module = "latent"  # kv_lora_rank means multi-head latent attention, in any family
-    try:
-        reader = importlib.import_module(f"derive.architecture.kinds.{module}")
-    except ModuleNotFoundError:
-        raise CatalogError(
-            f"config for {k.name}: layers of type {kind!r} need a kind derive does not have ({module})",
-            "derive cannot describe this model",
-        ) from None
-    if module == "attention":
+    reader = _module(k, module)
+    if module in ("attention", "kv_shared"):
         return reader.read(keys, typed, _span(keys, typed, kind))
     if module == "compressed":
         return reader.read(keys, typed, kind, _sliding(keys, "sliding_window"))
     return reader.read(keys, typed)
+
+
+def _module(k: Keys, module: str) -> Any:
+    """The kind module that reads a layer part (kinds/<module>.py): its `read(keys, spec)` builds the kind."""
+    try:
+        return importlib.import_module(f"derive.architecture.kinds.{module}")
+    except ModuleNotFoundError:
+        raise CatalogError(
+            f"config for {k.name}: a layer part needs a kind derive does not have ({module})",
+            "derive cannot describe this model",
+        ) from None
 
 
 def _span(k: Keys, spec: Spec, kind: str) -> Span:
@@ -281,19 +364,15 @@ def _span(k: Keys, spec: Spec, kind: str) -> Span:
 
 
 def _sliding(k: Keys, key: str) -> Span:
-    tokens = k.int(key)
-    limit = k.get("max_position_embeddings")
-    if isinstance(limit, int) and not isinstance(limit, bool) and tokens > limit:
-        raise CatalogError(
-            f"config for {k.name}: '{k.spelt(key)}' is {tokens:,}, larger than max_position_embeddings {limit:,}",
-            f"Fix '{k.spelt(key)}': a window cannot exceed the context the model takes",
-        )
-    return Span("sliding", tokens)
+    return Span("sliding", k.int(key))
 
 
-def _moe_layers(k: Keys, layers: int) -> list[bool]:
+def _moe_layers(k: Keys, layers: int, plan: Spec) -> list[bool]:
     """Which layers route to experts, by whichever placement keys the config gives (all of them, if none)."""
     on = [True] * layers
+    kinds = k.texts("mlp_layer_types")  # transformers 5: "dense" or "sparse" per layer, where a config lists them
+    if kinds is not None:
+        return [kind == "sparse" for kind in _named(k, "mlp_layer_types", kinds, layers, plan, MLP_TYPES)]
     if k.has("moe_layers"):
         listed = set(k.ints("moe_layers"))
         on = [i in listed for i in range(layers)]
@@ -303,27 +382,83 @@ def _moe_layers(k: Keys, layers: int) -> list[bool]:
     if k.has("decoder_sparse_step") or k.has("mlp_only_layers"):  # Qwen: (i+1) % step == 0, less mlp_only_layers
         step, dense_only = k.int("decoder_sparse_step", 1), set(k.ints("mlp_only_layers"))
         on = [o and (i + 1) % step == 0 and i not in dense_only for i, o in enumerate(on)]
-    if k.has("first_k_dense_replace") or k.has("moe_layer_freq"):  # DeepSeek: i >= k and i % freq == 0
-        first, freq = k.int("first_k_dense_replace", 0, minimum=0), k.int("moe_layer_freq", 1)
+    if isinstance(k.get("moe_layer_freq"), list):  # a 0/1 flag per layer (MiMo-V2, dots)
+        flags = k.ints("moe_layer_freq")
+        if len(flags) != layers:
+            raise k.fail("moe_layer_freq", f"a list of {len(flags)}", f"not one flag for each of the {layers} layers")
+        on = [o and bool(f) for o, f in zip(on, flags, strict=True)]
+    if k.has("first_k_dense_replace") or isinstance(k.get("moe_layer_freq"), int):  # i >= k and i % freq == 0
+        first = k.int("first_k_dense_replace", 0, minimum=0)
+        freq = k.int("moe_layer_freq", 1) if isinstance(k.get("moe_layer_freq"), int) else 1
         on = [o and i >= first and i % freq == 0 for i, o in enumerate(on)]
+    if k.has("moe_layer_end_index"):  # ERNIE: no experts past this layer (-1: the last)
+        end = k.get("moe_layer_end_index")
+        if not isinstance(end, int) or isinstance(end, bool) or end < -1:
+            raise k.fail("moe_layer_end_index", end, "not a layer index (or -1 for the last)")
+        last = layers - 1 if end == -1 else end
+        on = [o and i <= last for i, o in enumerate(on)]
     if k.has("expert_layer_period"):  # Jamba: i % period == offset
         period, offset = k.int("expert_layer_period"), k.int("expert_layer_offset", 0, minimum=0)
         on = [o and i % period == offset for i, o in enumerate(on)]
     return on
 
 
+def _per_layer(k: Keys, layers: int, lists: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Each layer's own key values: from per_layer_config ({"05": {"head_dim": 512}, ...}) and from per-layer
+    lists the entry names (`[layers] per_layer = { num_attention_heads = "num_attention_heads_per_layer" }`)."""
+    out: list[dict[str, Any]] = [{} for _ in range(layers)]
+    for key, list_key in lists.items():
+        values = k.get(list_key)
+        if values is None:
+            continue
+        if not isinstance(values, list) or len(values) != layers:
+            raise k.fail(list_key, values if not isinstance(values, list) else values[:8], f"not {layers} values")
+        for layer, value in zip(out, values, strict=True):
+            layer[key] = value
+    given = k.get("per_layer_config")
+    if given is None:
+        return out
+    if not isinstance(given, dict) or not all(isinstance(v, dict) for v in given.values()):
+        raise k.fail("per_layer_config", given, "not a table of layers to their keys")
+    for index, values in given.items():
+        if not str(index).isdigit() or int(index) >= layers:
+            raise k.fail("per_layer_config", index, f"not a layer index below {layers}")
+        out[int(index)].update(values)
+    return out
+
+
+def _listed(k: Keys) -> int | None:
+    """The layers a per-layer pattern lists, where the config gives one (Nemotron-H's layers_block_type, say)."""
+    for key in ("layer_types", "layers_block_type", "hybrid_override_pattern"):
+        given = k.raw.get(key)
+        if isinstance(given, (list, str)) and given:
+            return len(given)
+    return None
+
+
 def _layers(k: Keys, spec: Spec) -> list[Layer]:
-    count = k.int("num_hidden_layers")
-    types = _types(k, spec, count)
-    mixers = {kind: _mixer(k, spec, kind) for kind in dict.fromkeys(types) if kind not in _NO_MIXER}
+    # A config that lists every layer's type may leave the count to the list (NemotronHConfig does not save it).
+    listed = None if k.given("num_hidden_layers") else _listed(k)
+    count = listed if listed is not None else k.int("num_hidden_layers")
+    # A layer whose shapes per_layer_config overrides (Gemma 4's global layers) is its own type.
+    overrides = _per_layer(k, count, spec.sub("layers").raw("per_layer", {}))
+    by_meaning = _types(k, spec, count)
+    types = [t if not o else f"{t}#{json.dumps(o, sort_keys=True)}" for t, o in zip(by_meaning, overrides, strict=True)]
+    mixers = {
+        t: _mixer(k.overlay(o), spec, t.split("#")[0])
+        for t, o in dict(zip(types, overrides, strict=True)).items()
+        if t.split("#")[0] not in _NO_MIXER
+    }
     mlp_spec, moe_spec = spec.sub("mlp"), spec.sub("moe")
-    experts = k.int("num_experts", 0, minimum=0) if moe_spec.flag(k, "routed", True) else 0
+    experts = moe_spec.keys(k).int("num_experts", 0, minimum=0) if moe_spec.flag(k, "routed", True) else 0
     separate = "mlp" in types or "moe" in types  # a pattern of separate mixer and MLP layers (Nemotron-H)
-    moe = routed.read(moe_spec.keys(k), moe_spec) if experts or "moe" in types else None
-    routed_at = _moe_layers(k, count) if moe is not None and not separate else [False] * count
+    moe = (
+        _module(k, moe_spec.raw("kind", "moe")).read(moe_spec.keys(k), moe_spec) if experts or "moe" in types else None
+    )
+    routed_at = _moe_layers(k, count, moe_spec) if moe is not None and not separate else [False] * count
     beside = moe_spec.flag(k, "beside_dense")
     needs_dense = "mlp" in types if separate else beside or not all(routed_at)
-    dense = dense_mlp.read(mlp_spec.keys(k), mlp_spec) if needs_dense else None
+    dense = _module(k, mlp_spec.raw("kind", "mlp")).read(mlp_spec.keys(k), mlp_spec) if needs_dense else None
     if separate:
         return [
             (None, dense, None) if t == "mlp" else (None, None, moe) if t == "moe" else (mixers[t], None, None)
@@ -335,15 +470,17 @@ def _layers(k: Keys, spec: Spec) -> list[Layer]:
     ]
 
 
-def _runs(layers: list[Layer], norms: int, hyper: int) -> tuple[LayerGroup, ...]:
-    """Consecutive identical layers as one group each."""
+def _runs(layers: list[Layer], norms: int, moe_norms: int, hyper: int, first: int) -> tuple[LayerGroup, ...]:
+    """Consecutive identical layers as one group each (a MoE layer has its block's own norms too; the first layer
+    may have fewer: ModernBERT-decoder's has no attention norm)."""
     groups: list[LayerGroup] = []
-    for mixer, mlp, moe in layers:
+    for i, (mixer, mlp, moe) in enumerate(layers):
         last = groups[-1] if groups else None
-        if last is not None and (last.mixer, last.mlp, last.moe) == (mixer, mlp, moe):
-            groups[-1] = LayerGroup(last.count + 1, mixer, mlp, moe, norms, hyper)
+        own = (first if i == 0 else norms) + (moe_norms if moe is not None else 0)
+        if last is not None and (last.mixer, last.mlp, last.moe, last.norms) == (mixer, mlp, moe, own):
+            groups[-1] = LayerGroup(last.count + 1, mixer, mlp, moe, own, hyper)
         else:
-            groups.append(LayerGroup(1, mixer, mlp, moe, norms, hyper))
+            groups.append(LayerGroup(1, mixer, mlp, moe, own, hyper))
     return tuple(groups)
 
 

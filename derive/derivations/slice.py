@@ -31,7 +31,7 @@ from derive.units import format_quantity
 from formulas import notation as sym
 
 
-def params(setup: Setup) -> Sheet:
+def params(setup: Setup, check: bool = False) -> Sheet:
     model = setup.model
     work = start("params", f"Parameters of {model.title} ({model.config.family})", setup)
     mf = model.formulas
@@ -53,7 +53,28 @@ def params(setup: Setup) -> Sheet:
         work.note("untied: the LM head is a separate V x d matrix")
     else:
         work.note("tied: the LM head reuses the input embedding, counted once")
+    for note in model.config.notes:  # what the reading assumed or left out
+        work.note(note)
+    if check:
+        transformers_check(work, setup)
     return work.sheet
+
+
+def transformers_check(work: Work, setup: Setup) -> None:
+    """The reading held against transformers' own modules (the optional extra): layer by layer, then the rest."""
+    from derive import transformers_check as hf
+    from derive.architecture.build import layer_params
+
+    arch = setup.model.config
+    found = hf.build(setup.model.raw, arch.family if arch.family != setup.model.raw.get("model_type") else "")
+    layers = layer_params(setup.model.config)
+    beyond = work.values.get(sym.N_rb, 0)  # e_score_correction_bias: in the checkpoint, a buffer in transformers
+    outside = int(work.values[sym.N] - beyond) - sum(layers)
+    verdict = hf.compare(layers, outside, found)
+    if not found.skipped:
+        work.result("transformers_total_params", None, sympy.Integer(found.total), None, unit="parameter")
+    buffers = " (less the routing correction biases, buffers there)" if beyond and not found.skipped else ""
+    work.note(f"--check: {verdict}{buffers}")
 
 
 def _defining_expr(mf, target: Sym) -> sympy.Expr | None:  # type: ignore[no-untyped-def]
@@ -71,6 +92,10 @@ def kv(setup: Setup) -> Sheet:
     work.compute(work.library.get("kv_bytes_per_token"), "kv_bytes_per_token")
     per_sequence = work.compute(work.library.get("kv_bytes_per_sequence"), "kv_bytes_per_sequence")
     work.compute(work.library.get("kv_bytes"), "kv_bytes")
+    if not model.config.is_plain:  # windows and states: k is not what a further token adds
+        work.heading("Past every window: what grows with the context, and what is fixed")
+        work.compute(work.library.get("kv_marginal_bytes_per_token"), "kv_marginal_bytes_per_token")
+        work.compute(work.library.get("kv_fixed_bytes_per_sequence"), "kv_fixed_bytes_per_sequence")
     by_kind(work, setup, per_sequence)
     model_notes(work, setup)
     if model.config.is_mla:

@@ -35,9 +35,14 @@ class Attention(Kind):
     gate: str = ""
     k_eq_v: bool = False
     qk_norm_bias: bool = False  # the q/k norms are LayerNorms with a bias (Persimmon, StableLM)
+    value_dim: int = 0  # a value head narrower or wider than the query/key head (MiMo-V2); 0: the same
+    head_vectors: int = 0  # learned head_dim-wide vectors a layer (DiffLlama's four lambdas)
+    sub_norm: bool = False  # a norm over the heads' output before o_proj (BitNet)
+    gate_bias: bool = False  # the per-head output gate has a bias (Beam)
     shape_tag: str = ""  # tags n_kv, d_h (and n_h) when another attention kind of the model differs
 
     softmax = True
+    names = {"full": "full-attention", "swa": "sliding-window", "chunk": "chunked-attention"}
 
     @property
     def tag(self) -> str:  # type: ignore[override]
@@ -50,39 +55,49 @@ class Attention(Kind):
 
     def shapes(self) -> dict[Sym, int]:
         out = {n.n_h: self.heads, n.n_kv: self.kv_heads, n.d_h: self.head_dim}
+        if self.value_dim:
+            out[n.d_hv] = self.value_dim
         if self.window.symbol is not None:
             out[self.window.symbol] = self.window.tokens
         return out
 
+    def _value_width(self, s: Resolve) -> sympy.Expr:
+        return s(n.d_hv) if self.value_dim else s(n.d_h)
+
     def weights(self, s: Resolve) -> sympy.Expr:
         d, nh, nkv, dh = n.d.symbol, s(n.n_h), s(n.n_kv), s(n.d_h)
-        q, kv = nh * dh, nkv * dh
-        values = 1 if self.k_eq_v else 2
-        total = d * q * (2 if self.gate == "output" else 1) + values * d * kv + q * d
+        q, k = nh * dh, nkv * dh
+        v = 0 if self.k_eq_v else nkv * self._value_width(s)
+        out = nh * self._value_width(s)
+        gated = 2 if self.gate == "output" else 1  # q_proj doubled: a query and a gate per channel
+        total = d * q * gated + d * (k + v) + out * d
         if self.qkv_bias:
-            total += q + values * kv
+            total += q * gated + k + v
         if self.out_bias:
             total += d
         if self.sinks:
             total += nh  # one learned sink logit per head (gpt-oss)
         if self.gate == "head":
             total += nh * d
+        if self.gate_bias:  # one bias a head on the gate, per-head or per-channel (Beam)
+            total += nh
         return total
 
     def norms(self, s: Resolve) -> sympy.Expr:
         nh, nkv, dh = s(n.n_h), s(n.n_kv), s(n.d_h)
         widths = {"head": 2 * dh, "layer": (nh + nkv) * dh}.get(self.qk_norm, sympy.Integer(0))
-        return 2 * widths if self.qk_norm_bias else widths
+        total = (2 * widths if self.qk_norm_bias else widths) + self.head_vectors * dh
+        return total + (nh * self._value_width(s) if self.sub_norm else 0)
 
     def cached_values(self, s: Resolve) -> sympy.Expr:
         # Gemma 4's k_eq_v layers still cache a value: the raw key, normed without RoPE (modeling_gemma4).
-        return 2 * s(n.n_kv) * s(n.d_h)
+        return s(n.n_kv) * (s(n.d_h) + self._value_width(s))
 
     def span(self) -> Span:
         return self.window
 
     def attention_macs(self, s: Resolve) -> sympy.Expr:
-        return 2 * s(n.n_h) * s(n.d_h)  # q.k and the weighted sum of v, per head
+        return s(n.n_h) * (s(n.d_h) + self._value_width(s))  # q.k and the weighted sum of v, per head
 
     def head_count(self) -> int:
         return self.heads
@@ -104,9 +119,12 @@ def read(k: Keys, spec: Spec, window: Span) -> Attention:
     """Heads, KV heads and head width from the shared keys; biases, norms and gates as the family entry says."""
     hidden, heads = k.int("hidden_size"), k.int("num_attention_heads")
     kv_heads = 1 if spec.flag(k, "multi_query") else k.int("num_key_value_heads", heads)
+    kv_heads *= spec.number(k, "kv_heads_factor", 1)  # MiMo-V2's sliding layers: twice the KV heads
     k.divides("num_attention_heads", heads, k.spelt("num_key_value_heads"), kv_heads)
     if k.has("head_dim"):
         head_dim = k.int("head_dim")
+    elif hidden % heads and spec.flag(k, "head_dim_floor"):
+        head_dim = hidden // heads  # the family's config class rounds down (Glm4MoeConfig's default: 4096 // 96)
     elif hidden % heads:
         raise CatalogError(
             f"config for {k.name}: {k.spelt('num_attention_heads')}={heads} does not divide "
@@ -127,4 +145,9 @@ def read(k: Keys, spec: Spec, window: Span) -> Attention:
         gate=spec.text(k, "gate"),
         k_eq_v=spec.flag(k, "k_eq_v"),
         qk_norm_bias=spec.flag(k, "qk_norm_bias"),
+        value_dim=k.int("v_head_dim") if k.has("v_head_dim") and k.int("v_head_dim") != head_dim else 0,
+        head_vectors=spec.number(k, "head_vectors", 0),
+        sub_norm=spec.flag(k, "sub_norm"),
+        gate_bias=spec.flag(k, "gate_bias"),
+        shape_tag=spec.text(k, "tag"),
     )

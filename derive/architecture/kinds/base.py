@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import sympy
 
@@ -68,8 +69,18 @@ def top_k_mean(tokens: sympy.Expr, top: sympy.Expr) -> sympy.Expr:
     return chosen - chosen**2 / (2 * tokens)
 
 
+# What each tag names in prose ("the sliding-window layers"), gathered from the kinds as they are defined.
+KIND_NAMES: dict[str, str] = {}
+
+
 class Kind:
     """One layer part (a mixer or an MLP); zero wherever it has no such cost."""
+
+    names: ClassVar[dict[str, str]] = {}  # its tags and what each names in prose
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        KIND_NAMES.update(cls.names)
 
     tag: str = ""  # how its layer-count symbol is tagged in a hybrid model (L_swa, L_lin, ...)
     label: str = ""  # how the derivation names it
@@ -116,6 +127,11 @@ class Kind:
         """Cache bytes at `context`, given the bytes one cached token costs across this kind's layers."""
         return self.span().of(context) * per_token
 
+    def cache_growth(self, s: Resolve, per_token: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
+        """The cache past every window as (bytes each further token adds, bytes held whatever the length)."""
+        window = self.span().symbol
+        return (per_token, sympy.Integer(0)) if window is None else (sympy.Integer(0), window.symbol * per_token)
+
     def attended(self, s: Resolve, context: sympy.Expr, flops: sympy.Expr) -> sympy.Expr:
         """Attention FLOPs of one decode token at `context`, given the FLOPs per attended token."""
         return self.span().of(context) * flops
@@ -152,6 +168,18 @@ class Kind:
     def window_tokens(self) -> int:
         """The window or chunk that caps its span (0: none)."""
         return 0
+
+    def shared_weights(self, s: Resolve) -> sympy.Expr:
+        """Parameters that every layer of this kind uses but the model holds once (Zamba's shared block)."""
+        return sympy.Integer(0)
+
+    def skipped(self, s: Resolve) -> sympy.Expr:
+        """Parameters of this part one token does not use, one layer (routed attention experts: JetMoE)."""
+        return sympy.Integer(0)
+
+    def layer_params(self, s: Resolve) -> sympy.Expr:
+        """Every parameter this part holds in one layer, as transformers' modules hold them."""
+        return self.weights(s) + self.norms(s)
 
     def notes(self) -> tuple[str, ...]:
         """What a reader of this model's figures should know about how this kind was sized."""

@@ -35,6 +35,7 @@ class CompressedAttention(Kind):
     indexer: Indexer | None = None
 
     softmax = True
+    names = {"csa": "sparse compressed-attention", "hca": "heavily compressed-attention"}
     whole_cache = True
 
     @property
@@ -99,6 +100,10 @@ class CompressedAttention(Kind):
     def cache(self, s: Resolve, context: sympy.Expr, per_token: sympy.Expr) -> sympy.Expr:
         own = super().cache(s, context, per_token)
         return own if not self.ratio else own + context / s(n.m_c) * self._entry_bytes().symbol
+
+    def cache_growth(self, s: Resolve, per_token: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
+        grows, held = super().cache_growth(s, per_token)
+        return (grows if not self.ratio else grows + self._entry_bytes().symbol / s(n.m_c)), held
 
     def attended(self, s: Resolve, context: sympy.Expr, flops: sympy.Expr) -> sympy.Expr:
         own = super().attended(s, context, flops)

@@ -28,6 +28,7 @@ class GatedDeltaNet(Kind):
     conv_kernel: int
 
     tag = "lin"
+    names = {"lin": "linear-attention"}
     label = "linear attention (gated delta-net)"
 
     def shapes(self) -> dict[Sym, int]:

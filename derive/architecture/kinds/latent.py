@@ -31,18 +31,31 @@ class LatentAttention(Kind):
     v_dim: int
     qkv_bias: bool = False
     indexer: Indexer | None = None
+    gate: str = ""  # "head": one sigmoid gate per head from the hidden state (Ling 2.5's g_proj)
+    indexer_shared: bool = False  # attends to the previous full layer's top-k: no indexer of its own (GLM-5.x)
 
     softmax = True
+    names = {
+        "mla": "latent-attention",
+        "dsa": "sparse latent-attention",
+        "dsas": "shared-index sparse latent-attention",
+    }
     whole_cache = True
     latent = True
 
     @property
     def tag(self) -> str:  # type: ignore[override]
-        return "dsa" if self.indexer else "mla"
+        return ("dsas" if self.indexer_shared else "dsa") if self.indexer else "mla"
 
     @property
     def label(self) -> str:  # type: ignore[override]
+        if self.indexer_shared:
+            return "sparse latent attention (MLA, the previous indexer's top-k)"
         return "sparse latent attention (MLA + indexer)" if self.indexer else "latent attention (MLA)"
+
+    @property
+    def _own_indexer(self) -> bool:
+        return self.indexer is not None and not self.indexer_shared
 
     def shapes(self) -> dict[Sym, int]:
         out = {n.n_h: self.heads, n.r_kv: self.kv_lora_rank, n.d_nope: self.nope_dim, n.d_rope: self.rope_dim}
@@ -58,7 +71,11 @@ class LatentAttention(Kind):
         q_width = nh * (nope + rope)
         query = d * s(n.r_q) + s(n.r_q) * q_width if self.q_lora_rank else d * q_width
         total = query + d * (rkv + rope) + rkv * nh * (nope + dv) + nh * dv * d  # q, kv_a (+rope), kv_b, o
-        if self.indexer:
+        if self.gate == "head":
+            total += nh * d
+        if self.qkv_bias:  # q_a_proj, kv_a_proj_with_mqa and o_proj take attention_bias (modeling_deepseek_v3)
+            total += (s(n.r_q) if self.q_lora_rank else 0) + rkv + rope + d
+        if self._own_indexer:
             ni, di = s(n.n_idx), s(n.d_idx)
             q_in = s(n.r_q) if self.q_lora_rank else d
             total += q_in * ni * di + d * di + d * ni + di  # wq_b, wk, weights_proj, the k_norm's bias
@@ -66,10 +83,10 @@ class LatentAttention(Kind):
 
     def norms(self, s: Resolve) -> sympy.Expr:
         latent = s(n.r_kv) + (s(n.r_q) if self.q_lora_rank else 0)
-        return latent + (s(n.d_idx) if self.indexer else 0)  # the indexer's k_norm weight
+        return latent + (s(n.d_idx) if self._own_indexer else 0)  # the indexer's k_norm weight
 
     def cached_values(self, s: Resolve) -> sympy.Expr:
-        return s(n.r_kv) + s(n.d_rope) + (s(n.d_idx) if self.indexer else 0)
+        return s(n.r_kv) + s(n.d_rope) + (s(n.d_idx) if self._own_indexer else 0)
 
     def attention_macs(self, s: Resolve) -> sympy.Expr:
         return s(n.n_h) * (2 * s(n.r_kv) + s(n.d_rope))  # score over r_kv + d_rope, value sum over r_kv
@@ -78,15 +95,17 @@ class LatentAttention(Kind):
     def attended(self, s: Resolve, context: sympy.Expr, flops: sympy.Expr) -> sympy.Expr:
         if self.indexer is None:
             return super().attended(s, context, flops)
-        return sympy.Min(context, n.S_top.symbol) * flops + context * n.a_idx.symbol
+        scoring = context * n.a_idx.symbol if self._own_indexer else 0
+        return sympy.Min(context, n.S_top.symbol) * flops + scoring
 
     def prompt_attended(self, s: Resolve, prompt: sympy.Expr, flops: sympy.Expr) -> sympy.Expr:
         if self.indexer is None:
             return super().prompt_attended(s, prompt, flops)
-        return top_k_mean(prompt, n.S_top.symbol) * flops + prompt / 2 * n.a_idx.symbol
+        scoring = prompt / 2 * n.a_idx.symbol if self._own_indexer else 0
+        return top_k_mean(prompt, n.S_top.symbol) * flops + scoring
 
     def context_formulas(self, s: Resolve, layers: sympy.Symbol) -> list[Formula]:
-        if self.indexer is None:
+        if self.indexer is None or self.indexer_shared:
             return []
         macs = 2 * layers * self.indexer.macs(s)
         return [Formula(n.a_idx, macs, "The indexer scores every cached token per head.", counts=True)]
@@ -107,7 +126,7 @@ class LatentAttention(Kind):
         return self.indexer is None
 
     def notes(self) -> tuple[str, ...]:
-        return (_INDEXER_NOTE,) if self.indexer else ()
+        return (_INDEXER_NOTE,) if self._own_indexer else ()
 
 
 _INDEXER_NOTE = (
@@ -132,4 +151,6 @@ def read(k: Keys, spec: Spec) -> LatentAttention:
         k.int("v_head_dim"),
         qkv_bias=spec.flag(k, "qkv_bias"),
         indexer=read_indexer(k) if k.has("index_topk") else None,
+        gate=spec.text(k, "gate"),
+        indexer_shared=spec.flag(k, "indexer_shared"),
     )

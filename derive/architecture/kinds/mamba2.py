@@ -27,9 +27,12 @@ class Mamba2(Kind):
     groups: int
     conv_kernel: int
     conv_bias: bool = True
-    proj_bias: bool = False
+    proj_bias: bool = False  # in_proj's bias
+    out_bias: bool = False  # out_proj's bias (Nemotron-H's use_bias sets both; Falcon-H1 sets them apart)
+    norm: bool = True  # the gated RMSNorm over the inner width (Falcon-H1 without mamba_rms_norm: none)
 
     tag = "ssm"
+    names = {"ssm": "Mamba-2"}
     label = "Mamba-2 state space"
 
     def shapes(self) -> dict[Sym, int]:
@@ -54,11 +57,13 @@ class Mamba2(Kind):
         if self.conv_bias:
             total += conv
         if self.proj_bias:
-            total += projected + d
+            total += projected
+        if self.out_bias:
+            total += d
         return total
 
     def norms(self, s: Resolve) -> sympy.Expr:
-        return self._inner(s)
+        return self._inner(s) if self.norm else sympy.Integer(0)
 
     def state_values(self, s: Resolve) -> sympy.Expr:
         return self._inner(s) * s(n.d_st)
@@ -84,4 +89,6 @@ def read(k: Keys, spec: Spec) -> Mamba2:
         k.int("conv_kernel"),
         conv_bias=spec.flag(k, "conv_bias", True),
         proj_bias=spec.flag(k, "proj_bias"),
+        out_bias=spec.flag(k, "out_bias") if "out_bias" in spec else spec.flag(k, "proj_bias"),
+        norm=spec.flag(k, "norm", True),
     )

@@ -20,6 +20,8 @@ class DenseMLP(Kind):
     width: int
     gated: bool = True
     bias: bool = False
+    scalars: int = 0  # learned scalars of its activation (Apertus's xIELU: alpha_p and alpha_n)
+    sub_norm: bool = False  # a norm over the intermediate before down_proj (BitNet)
 
     label = "dense MLP"
 
@@ -31,11 +33,21 @@ class DenseMLP(Kind):
         total = (3 if self.gated else 2) * d * f
         if self.bias:
             total += (2 * f + d) if self.gated else (f + d)
-        return total
+        return total + self.scalars
+
+    def norms(self, s: Resolve) -> sympy.Expr:
+        return s(n.d_ff) if self.sub_norm else sympy.Integer(0)
 
 
 def read(k: Keys, spec: Spec) -> DenseMLP:
     """intermediate_size wide; gated unless the family entry says not, biased where it says."""
     hidden = k.int("hidden_size")
     width = k.int("intermediate_size", spec.number(k, "width_factor", 0) * hidden or None)
-    return DenseMLP(width, spec.flag(k, "gated", True), spec.flag(k, "bias"))
+    divisor = spec.number(k, "width_divisor", 1)  # RecurrentGemma's MLP is intermediate_size // 2 wide
+    return DenseMLP(
+        width // divisor,
+        spec.flag(k, "gated", True),
+        spec.flag(k, "bias"),
+        scalars=spec.number(k, "scalars", 0),
+        sub_norm=spec.flag(k, "sub_norm"),
+    )

@@ -36,6 +36,10 @@ class MoE(Kind):
     shared: int = 0
     shared_width: int = 0
     shared_gate: bool = False
+    latent: int = 0  # the experts work in this narrower width, projected into and out of it (Nemotron 3 Super)
+    latent_bias: bool = False
+    shared_bias: bool = False  # the shared experts' projections have biases (ERNIE 4.5 with use_bias)
+    shared_fused: bool = False  # the shared experts are one MLP E_s x d_s wide: one down_proj bias (ERNIE 4.5)
 
     label = "mixture of experts"
 
@@ -43,14 +47,28 @@ class MoE(Kind):
         out = {n.E: self.experts, n.k_e: self.top_k, n.d_e: self.width}
         if self.shared:
             out.update({n.E_s: self.shared, n.d_s: self.shared_width})
+        if self.latent:
+            out[n.d_lat] = self.latent
         return out
 
     def expert(self, s: Resolve) -> sympy.Expr:
-        d, f = n.d.symbol, s(n.d_e)
+        d, f = s(n.d_lat) if self.latent else n.d.symbol, s(n.d_e)
         total = (3 if self.gated else 2) * d * f
         if self.expert_bias:
             total += (2 * f if self.gated else f) + d
         return total
+
+    def layer_params(self, s: Resolve) -> sympy.Expr:
+        # The correction bias is left out: transformers keeps it as a buffer (build.py counts it apart).
+        everything = self.router(s) + s(n.E) * self.expert(s) + self.shared_experts(s) + self.latent_projections(s)
+        return everything + self.norms(s)
+
+    def latent_projections(self, s: Resolve) -> sympy.Expr:
+        """d -> d_lat before the experts and d_lat -> d after them (transformers' NemotronHMoE fc1/fc2_latent_proj)."""
+        if not self.latent:
+            return sympy.Integer(0)
+        d, lat = n.d.symbol, s(n.d_lat)
+        return 2 * d * lat + ((lat + d) if self.latent_bias else 0)
 
     def router(self, s: Resolve) -> sympy.Expr:
         d, e = n.d.symbol, s(n.E)
@@ -59,8 +77,10 @@ class MoE(Kind):
     def shared_experts(self, s: Resolve) -> sympy.Expr:
         if not self.shared:
             return sympy.Integer(0)
-        d = n.d.symbol
-        return s(n.E_s) * (3 if self.gated else 2) * d * s(n.d_s) + (d if self.shared_gate else 0)
+        d, f = n.d.symbol, s(n.d_s)
+        bias = ((2 * f + d) if self.gated else (f + d)) if self.shared_bias else 0
+        fused = d * (s(n.E_s) - 1) if self.shared_bias and self.shared_fused else 0  # one down_proj bias, not E_s
+        return s(n.E_s) * ((3 if self.gated else 2) * d * f + bias) - fused + (d if self.shared_gate else 0)
 
 
 def read(k: Keys, spec: Spec) -> MoE:
@@ -90,4 +110,8 @@ def read(k: Keys, spec: Spec) -> MoE:
         shared=shared,
         shared_width=(shared_width or width) if shared else 0,
         shared_gate=spec.flag(k, "shared_gate"),
+        latent=k.int("moe_latent_size", 0, minimum=0),
+        latent_bias=spec.flag(k, "latent_bias"),
+        shared_bias=spec.flag(k, "shared_bias"),
+        shared_fused=spec.flag(k, "shared_fused"),
     )
