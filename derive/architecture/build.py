@@ -158,7 +158,7 @@ def model_formulas(arch: Architecture) -> ModelFormulas:
         parts.append(_count(n.N_routed, L_e * s(n.E) * moe.expert(s)))
         if moe.shared:
             parts.append(_count(n.N_shared, L_e * moe.shared_experts(s)))
-        if moe.latent:
+        if moe.latent_width:
             parts.append(_count(n.N_mlat, L_e * moe.latent_projections(s)))
     if arch.hyper:
         parts.append(_count(n.N_res, _hyper_connections(arch, syms), _HYPER_SOURCE))

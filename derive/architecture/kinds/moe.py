@@ -36,7 +36,7 @@ class MoE(Kind):
     shared: int = 0
     shared_width: int = 0
     shared_gate: bool = False
-    latent: int = 0  # the experts work in this narrower width, projected into and out of it (Nemotron 3 Super)
+    latent_width: int = 0  # the experts work in this narrower width, projected into and out of it (Nemotron 3 Super)
     latent_bias: bool = False
     shared_bias: bool = False  # the shared experts' projections have biases (ERNIE 4.5 with use_bias)
     shared_fused: bool = False  # the shared experts are one MLP E_s x d_s wide: one down_proj bias (ERNIE 4.5)
@@ -47,12 +47,12 @@ class MoE(Kind):
         out = {n.E: self.experts, n.k_e: self.top_k, n.d_e: self.width}
         if self.shared:
             out.update({n.E_s: self.shared, n.d_s: self.shared_width})
-        if self.latent:
-            out[n.d_lat] = self.latent
+        if self.latent_width:
+            out[n.d_lat] = self.latent_width
         return out
 
     def expert(self, s: Resolve) -> sympy.Expr:
-        d, f = s(n.d_lat) if self.latent else n.d.symbol, s(n.d_e)
+        d, f = s(n.d_lat) if self.latent_width else n.d.symbol, s(n.d_e)
         total = (3 if self.gated else 2) * d * f
         if self.expert_bias:
             total += (2 * f if self.gated else f) + d
@@ -65,7 +65,7 @@ class MoE(Kind):
 
     def latent_projections(self, s: Resolve) -> sympy.Expr:
         """d -> d_lat before the experts and d_lat -> d after them (transformers' NemotronHMoE fc1/fc2_latent_proj)."""
-        if not self.latent:
+        if not self.latent_width:
             return sympy.Integer(0)
         d, lat = n.d.symbol, s(n.d_lat)
         return 2 * d * lat + ((lat + d) if self.latent_bias else 0)
@@ -110,7 +110,7 @@ def read(k: Keys, spec: Spec) -> MoE:
         shared=shared,
         shared_width=(shared_width or width) if shared else 0,
         shared_gate=spec.flag(k, "shared_gate"),
-        latent=k.int("moe_latent_size", 0, minimum=0),
+        latent_width=k.int("moe_latent_size", 0, minimum=0),
         latent_bias=spec.flag(k, "latent_bias"),
         shared_bias=spec.flag(k, "shared_bias"),
         shared_fused=spec.flag(k, "shared_fused"),
