@@ -81,6 +81,13 @@ N_rb = define(
 )
 N_shared = define("shared_expert_params", "N_shared", "parameter", r"N_{shared}", "shared expert parameters")
 N_norm = define("norm_params", "N_norm", "parameter", r"N_{norm}", "normalisation parameters (elementwise: no matmul)")
+N_reuse = define(
+    "reused_shared_params",
+    "N_reuse",
+    "parameter",
+    r"N_{reuse}",
+    "shared-block weights a token multiplies through again",
+)
 N_skip = define(
     "skipped_mixer_params", "N_skip", "parameter", r"N_{skip}", "routed attention-expert parameters a token skips"
 )

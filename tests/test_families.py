@@ -35,7 +35,7 @@ def test_readme_coverage_table_is_current():
 
 
 # Issue 24 asks for 95 %; this ratchet holds what is reached, so coverage never falls back.
-READ_AT_LEAST = 0.90
+READ_AT_LEAST = 0.94
 
 
 def test_coverage_never_falls_back():

@@ -141,14 +141,16 @@ def model_formulas(arch: Architecture) -> ModelFormulas:
         embedding += n.V_pl.symbol * n.L.symbol * n.d_pl.symbol  # embed_tokens_per_layer: L·d_pl values a row
     if arch.bridge:
         syms.values[n.d_b] = arch.bridge
-    parts = [_count(n.N_emb, embedding)]
     mixers = arch.mixers
+    embedding += sum(m.shared_tables(syms.of(m)) for m in mixers)  # CPM-Ant's position-bias table
+    parts = [_count(n.N_emb, embedding)]
     if mixers:
         per_layer = sum(syms.layers(m) * m.weights(syms.of(m)) for m in mixers)
         parts.append(_count(n.N_attn, per_layer + sum(m.shared_weights(syms.of(m)) for m in mixers)))
     mlp = arch.dense_mlp
     if mlp is not None:
-        parts.append(_count(n.N_mlp, syms.layers(mlp) * mlp.weights(syms.of(mlp))))
+        s_mlp = syms.of(mlp)  # Gemma 3n's AltUp projections are held once, outside the layers
+        parts.append(_count(n.N_mlp, syms.layers(mlp) * mlp.weights(s_mlp) + mlp.shared_weights(s_mlp)))
     moe = arch.moe
     if moe is not None:
         s, L_e = syms.of(moe), syms.layers(moe)
@@ -177,6 +179,13 @@ def model_formulas(arch: Architecture) -> ModelFormulas:
         costs += (_weight_bytes(),)
     if moe is not None:
         costs += _expert_reads(arch, syms.layers(moe))
+    elif mlp is None:  # no MLP at all (Mamba, RWKV's channel mix aside): no routed GEMM to be narrow
+        from formulas import calibrated as cal
+
+        zero = sympy.Integer(0)
+        costs += tuple(Formula(t, zero, "No routed experts: no narrow expert GEMMs.") for t in (cal.t_N, cal.t_Np))
+        # Nor an intermediate to split: the width that scales those (zero) terms is one column.
+        costs += (_count(cal.w_x, sympy.Integer(1), "No MLP: no intermediate for tensor parallelism to split."),)
     shapes = {sym: sympy.Integer(v) for sym, v in syms.values.items()}
     return ModelFormulas(tuple(parts), totals, per_token, costs, shapes, kinds)
 
@@ -239,6 +248,21 @@ def _totals(parts: list[Formula], moe: MoE | None, syms: _Symbols) -> tuple[Form
     # The LM head multiplies every token's hidden state by V x d, tied or not.
     extra.append(_count(n.N_lm, n.V.symbol * n.d.symbol))
     matmul_terms.append(n.N_lm.symbol)
+    # A block every layer of a kind runs but the model holds once (Zamba): a token multiplies through it per layer.
+    reused = sum(syms.layers(m) * m.shared_used(syms.of(m)) - m.shared_weights(syms.of(m)) for m in syms.arch.mixers)
+    after: tuple[Formula, ...] = ()
+    if reused != 0:
+        from formulas.flops import N_na
+
+        extra.append(_count(n.N_reuse, reused))
+        matmul_terms.append(n.N_reuse.symbol)
+        after = (
+            Formula(
+                N_na,
+                n.N_act.symbol - n.N_mm.symbol + n.N_reuse.symbol,
+                "The lookups and norms; the shared block's repeats are arithmetic, not parameters.",
+            ),
+        )
     # Mixers whose own experts are routed (JetMoE's mixture of attention heads): what a token skips there.
     skipped_mixers = sum(syms.layers(m) * m.skipped(syms.of(m)) for m in syms.arch.mixers)
     if skipped_mixers != 0:
@@ -258,6 +282,7 @@ def _totals(parts: list[Formula], moe: MoE | None, syms: _Symbols) -> tuple[Form
             sum(matmul_terms),
             "Active parameters less the embedding lookup, the norms and the residual mixing, with the head's matmul.",
         ),
+        *after,
     )
 
 

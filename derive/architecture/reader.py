@@ -12,7 +12,6 @@ Each layer kind reads its own keys (derive/architecture/kinds/).
 
 from __future__ import annotations
 
-import importlib
 import json
 import tomllib
 from collections.abc import Mapping
@@ -22,6 +21,7 @@ from typing import Any
 
 from derive.architecture.keys import Keys
 from derive.architecture.kinds import FULL, DenseMLP, Kind, MoE, Span
+from derive.architecture.kinds.base import kind_module
 from derive.architecture.model import Architecture, LayerGroup
 from derive.architecture.spec import Spec
 from derive.errors import CatalogError
@@ -144,7 +144,8 @@ def read_architecture(raw: object, name: str) -> Architecture:
         vocab=k.int("vocab_size"),
         hidden=k.int("hidden_size"),
         groups=_runs(layers, norms, moe_norms, hyper, spec.sub("layers").number(k, "first_norms", norms)),
-        tied=k.flag("tie_word_embeddings", False),
+        # A head of its own whatever tie_word_embeddings says, where the entry says so (CPM-Ant: tied = false).
+        tied=spec.flag(k, "tied", k.flag("tie_word_embeddings", False)),
         layer_norm=spec.text(k, "norm", "rms") == "layer",
         # A learned position table; OPT and BioGPT keep `position_offset` rows more than the positions.
         positions=k.int("max_position_embeddings") + spec.number(k, "position_offset", 0)
@@ -185,7 +186,8 @@ def _refuse(k: Keys, rules: Mapping[str, Any]) -> None:
         else:
             hit = bool(value)
         if hit:
-            raise CatalogError(f"config for {k.name}: '{k.spelt(key)}' is {value!r}", why)
+            shown = "a table" if isinstance(value, dict) else repr(value[:8] if isinstance(value, list) else value)
+            raise CatalogError(f"config for {k.name}: '{k.spelt(key)}' is {shown}", why)
 
 
 def _family(raw: Mapping[str, Any], text: Any, name: str) -> tuple[str, dict[str, Any], list[str]]:
@@ -336,23 +338,12 @@ def _mixer(k: Keys, spec: Spec, kind: str) -> Kind:
     keys = typed.keys(k)
     if module == "attention" and keys.has("kv_lora_rank"):
         module = "latent"  # kv_lora_rank means multi-head latent attention, in any family
-    reader = _module(k, module)
+    reader = kind_module(k.name, module)
     if module in ("attention", "kv_shared"):
         return reader.read(keys, typed, _span(keys, typed, kind))
     if module == "compressed":
         return reader.read(keys, typed, kind, _sliding(keys, "sliding_window"))
     return reader.read(keys, typed)
-
-
-def _module(k: Keys, module: str) -> Any:
-    """The kind module that reads a layer part (kinds/<module>.py): its `read(keys, spec)` builds the kind."""
-    try:
-        return importlib.import_module(f"derive.architecture.kinds.{module}")
-    except ModuleNotFoundError:
-        raise CatalogError(
-            f"config for {k.name}: a layer part needs a kind derive does not have ({module})",
-            "derive cannot describe this model",
-        ) from None
 
 
 def _span(k: Keys, spec: Spec, kind: str) -> Span:
@@ -453,12 +444,14 @@ def _layers(k: Keys, spec: Spec) -> list[Layer]:
     experts = moe_spec.keys(k).int("num_experts", 0, minimum=0) if moe_spec.flag(k, "routed", True) else 0
     separate = "mlp" in types or "moe" in types  # a pattern of separate mixer and MLP layers (Nemotron-H)
     moe = (
-        _module(k, moe_spec.raw("kind", "moe")).read(moe_spec.keys(k), moe_spec) if experts or "moe" in types else None
+        kind_module(k.name, moe_spec.raw("kind", "moe")).read(moe_spec.keys(k), moe_spec)
+        if experts or "moe" in types
+        else None
     )
     routed_at = _moe_layers(k, count, moe_spec) if moe is not None and not separate else [False] * count
     beside = moe_spec.flag(k, "beside_dense")
     needs_dense = "mlp" in types if separate else beside or not all(routed_at)
-    dense = _module(k, mlp_spec.raw("kind", "mlp")).read(mlp_spec.keys(k), mlp_spec) if needs_dense else None
+    dense = kind_module(k.name, mlp_spec.raw("kind", "mlp")).read(mlp_spec.keys(k), mlp_spec) if needs_dense else None
     if separate:
         return [
             (None, dense, None) if t == "mlp" else (None, None, moe) if t == "moe" else (mixers[t], None, None)

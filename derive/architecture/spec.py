@@ -10,6 +10,7 @@ when = "use_qk_norm"}` (no setting, or its `else`, when the `when` flag is false
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -71,6 +72,10 @@ class Spec:
         value = self.section.get(name, default)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
+        if isinstance(value, list):  # a sum of settings (CPM-Ant's extra_rows: its prompt rows and segment rows)
+            return sum(Spec({name: part}, self.where).number(k, name, 0) for part in value)
+        if isinstance(value, dict) and "product" in value:  # a product of settings (prompt_types x prompt_length)
+            return math.prod(Spec({name: part}, self.where).number(k, name, 1) for part in value["product"])
         if isinstance(value, str):
             return k.int(value, default, minimum=0)
         found = self._table(k, name, value, default)

@@ -370,8 +370,20 @@ def smallest_tp(setup: Setup, gpu: Gpu | None = None, context: sympy.Expr | None
     return default_tp(setup, weights, one_sequence, gpu.memory)
 
 
+def require_own_cache(setup: Setup) -> None:
+    """A one-line error for a model that caches nothing (Gemma 4's assistant reads its backbone's cache)."""
+    kinds = setup.model.formulas.kinds
+    if all(k.kv_bytes_per_token is None and k.state_values is None and k.conv_values is None for k in kinds):
+        raise DeriveError(
+            f"{setup.model.name} caches nothing of its own: every layer reads another model's keys and values, so "
+            "its memory sets no batch limit",
+            "Size the batch with the model whose cache it reads",
+        )
+
+
 def fits_beside_weights(work: Work, setup: Setup, gpu: Gpu, result: str | None = None) -> sympy.Expr:
     """B_max from its formula, or a FitError (with the TP that would do) when not one sequence fits."""
+    require_own_cache(setup)
     max_batch = work.compute(work.library.get("max_batch_by_memory"), result)
     if max_batch >= 1:
         return max_batch

@@ -13,6 +13,7 @@ from derive.derivations.common import (
     decode_inputs_at_mean_context,
     model_notes,
     parallelism,
+    require_own_cache,
     short_form,
     start,
     weight_reads,
@@ -44,15 +45,19 @@ def flops(setup: Setup) -> Sheet:
     total = work.compute(work.library.get("flops_per_token"), "flops_per_token")
     rule = work.compute(work.library.get("two_n_flops_per_token"), "two_n_flops_per_token")
     work.compute(work.library.get("non_arithmetic_params"), "non_arithmetic_params")
-    crossing = work.solve(fl.F_att.symbol, sym.F.symbol, sym.S)
-    at = _positive(evaluate(crossing.closed_form, work.values, work.library))
-    work.solved(
-        crossing,
-        fl.S_att,
-        at,
-        "beyond it attention dominates the arithmetic",
-        result="attention_equals_weights_context",
-    )
+    if depends_on(fl.F_att.symbol, sym.S, work.library):
+        crossing = work.solve(fl.F_att.symbol, sym.F.symbol, sym.S)
+        at = _positive(evaluate(crossing.closed_form, work.values, work.library))
+        work.solved(
+            crossing,
+            fl.S_att,
+            at,
+            "beyond it attention dominates the arithmetic",
+            result="attention_equals_weights_context",
+        )
+    else:  # Mamba, RWKV: a fixed-size state update a token, whatever the context
+        work.result("attention_equals_weights_context", fl.S_att, None)
+        work.note("no layer attends over the context: the mixers' FLOPs a token do not grow with it")
     work.note(
         f"the 2N rule is off by {float(total / rule - 1):+.1%} at {setup.context:,} tokens: it counts the "
         f"embedding lookup (no arithmetic) and misses attention, which grows with context"
@@ -76,6 +81,7 @@ def fit(setup: Setup) -> Sheet:
             work.values[work.library.get(name).defines],
             work.library.get(name).expr,
         )
+    require_own_cache(setup)
     fitting = work.compute(work.library.get("max_batch_by_memory"))
     work.result("max_sequences", sym.B_max, max(fitting, 0), work.library.get("max_batch_by_memory").expr)
     if fitting < 1:
@@ -109,17 +115,22 @@ def intensity(setup: Setup) -> Sheet:
             f"not {setup.batch:,}: their intensity is {format_quantity(expert, 'FLOP/byte')}"
             + (", and the shared experts' the batch's" if setup.model.config.shared_experts else "")
         )
-    attention = work.compute(work.library.get("attention_intensity"), "attention_intensity")
     ridge = work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
-    flip = work.solve(it.I_w.symbol, it.I_att.symbol, sym.B)
-    work.solved(
-        flip,
-        it.B_flip,
-        _positive(evaluate(flip.closed_form, work.values, work.library)),
-        "below it attention has the higher intensity; above it the weight GEMMs do",
-        result="flip_batch",
-    )
-    for label, value in (("weight GEMMs", gemm), ("attention", attention)):
+    ranked: tuple[tuple[str, sympy.Expr], ...] = (("weight GEMMs", gemm),)
+    if setup.model.config.attention is not None and setup.model.config.kv_heads:
+        attention = work.compute(work.library.get("attention_intensity"), "attention_intensity")
+        flip = work.solve(it.I_w.symbol, it.I_att.symbol, sym.B)
+        work.solved(
+            flip,
+            it.B_flip,
+            _positive(evaluate(flip.closed_form, work.values, work.library)),
+            "below it attention has the higher intensity; above it the weight GEMMs do",
+            result="flip_batch",
+        )
+        ranked += (("attention", attention),)
+    else:
+        work.note("no softmax-attention layer: no cache is read, so there is no attention intensity to rank")
+    for label, value in ranked:
         side = "memory-bound" if value < ridge else "compute-bound"
         work.note(
             f"{label}: {format_quantity(value, 'FLOP/byte')} against the {gpu.name} ridge of "

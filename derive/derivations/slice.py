@@ -23,7 +23,7 @@ from derive.derivations.common import (
     weight_reads,
 )
 from derive.errors import DeriveError
-from derive.evaluation import evaluate, inline
+from derive.evaluation import depends_on, evaluate, inline
 from derive.sheet import Sheet, Work
 from derive.solving import asymptote, saturated
 from derive.symbols import Sym, by_key
@@ -165,8 +165,12 @@ def knee(setup: Setup) -> Sheet:
     # sequence adds only its cache and its embedding rows, which decides whether a knee exists at all.
     slope_memory = saturated(sympy.diff(inline(memory_time, sym.B, work.library), sym.B.symbol), sym.B)
     slope_compute = sympy.diff(inline(compute_time, sym.B, work.library), sym.B.symbol)
-    limit_solution = work.solve(slope_memory, slope_compute, sym.S)
-    limit_value = _positive(evaluate(limit_solution.closed_form, work.values, work.library))
+    # A model whose layers keep only fixed-size state (Mamba, RWKV): nothing grows with the context.
+    grows = depends_on(slope_memory - slope_compute, sym.S, work.library)
+    limit_solution = work.solve(slope_memory, slope_compute, sym.S) if grows else None
+    limit_value = None
+    if limit_solution is not None:
+        limit_value = _positive(evaluate(limit_solution.closed_form, work.values, work.library))
     if knee_solution.closed_form.has(sympy.LambertW):
         how = (
             "the step reads the experts its B·tau tokens touch, E·(1 - (1 - k/E)^(B·tau)) a layer: a line in B "
@@ -183,13 +187,19 @@ def knee(setup: Setup) -> Sheet:
     )
     if not setup.model.config.is_moe:  # a MoE step's expert reads grow with the batch: no ridge short form
         short_form(work, None if knee_value is None else knee_value * work.values[sym.tau], "the knee's tokens B·τ")
-    if limit_value is None and knee_value is None:
+    if limit_solution is None:
+        limit_note = "no layer caches tokens (a fixed-size state only): whether a knee exists does not depend on it"
+    elif limit_value is None and knee_value is None:
         limit_note = "the two slopes never cross at a positive context: no knee at any context"
     elif limit_value is None:
         limit_note = "attention alone is compute-bound here (a/k above the ridge P/BW): a knee exists at any context"
     else:
         limit_note = f"a knee exists only below {format_quantity(limit_value, sym.S.unit)} of context"
-    work.solved(limit_solution, sym.S_knee, limit_value, limit_note, result="knee_context_limit")
+    if limit_solution is None:
+        work.result("knee_context_limit", sym.S_knee, None)
+        work.note(limit_note)
+    else:
+        work.solved(limit_solution, sym.S_knee, limit_value, limit_note, result="knee_context_limit")
 
     work.heading("Memory ceiling")
     max_batch = fits_beside_weights(work, setup, gpu, "max_batch_by_memory")

@@ -14,12 +14,14 @@ modeling files, one per family; cache and state sizes follow vLLM's
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import sympy
 
+from derive.errors import CatalogError
 from derive.library import Formula
 from derive.symbols import Sym
 from formulas import notation as n
@@ -67,6 +69,17 @@ def top_k_mean(tokens: sympy.Expr, top: sympy.Expr) -> sympy.Expr:
     """Tokens a top-k selection attends to, averaged over a causal prompt of `tokens`."""
     chosen = sympy.Min(tokens, top)
     return chosen - chosen**2 / (2 * tokens)
+
+
+def kind_module(config: str, module: str) -> Any:
+    """The kind module that reads a layer part (kinds/<module>.py, named by a family entry): its `read` builds it."""
+    try:
+        return importlib.import_module(f"derive.architecture.kinds.{module}")
+    except ModuleNotFoundError:
+        raise CatalogError(
+            f"config for {config}: a layer part needs a kind derive does not have ({module})",
+            "derive cannot describe this model",
+        ) from None
 
 
 # What each tag names in prose ("the sliding-window layers"), gathered from the kinds as they are defined.
@@ -171,6 +184,15 @@ class Kind:
 
     def shared_weights(self, s: Resolve) -> sympy.Expr:
         """Parameters that every layer of this kind uses but the model holds once (Zamba's shared block)."""
+        return sympy.Integer(0)
+
+    def shared_used(self, s: Resolve) -> sympy.Expr:
+        """Of the shared weights, what one layer multiplies through a token (Zamba: one block's matmuls)."""
+        return sympy.Integer(0)
+
+    def shared_tables(self, s: Resolve) -> sympy.Expr:
+        """Lookup tables every layer of this kind reads but the model holds once, gathered, not multiplied
+        (CPM-Ant's relative position-bias table): counted with the embedding, not the matmul weights."""
         return sympy.Integer(0)
 
     def skipped(self, s: Resolve) -> sympy.Expr:

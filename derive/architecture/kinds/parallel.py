@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 
 import sympy
@@ -10,9 +9,8 @@ import sympy
 from derive.architecture.keys import Keys
 from derive.architecture.kinds.attention import Attention
 from derive.architecture.kinds.attention import read as read_attention
-from derive.architecture.kinds.base import FULL, Kind, Resolve, Span
+from derive.architecture.kinds.base import FULL, Kind, Resolve, Span, kind_module
 from derive.architecture.spec import Spec
-from derive.errors import CatalogError
 from derive.library import Formula
 from derive.symbols import Sym
 
@@ -110,11 +108,4 @@ def read(k: Keys, spec: Spec) -> Parallel:
     attention = read_attention(attention_spec.keys(k), attention_spec, FULL)
     module = spec.raw("recurrent", "mamba2")
     part_spec = spec.sub(module)
-    try:
-        reader = importlib.import_module(f"derive.architecture.kinds.{module}")
-    except ModuleNotFoundError:
-        raise CatalogError(
-            f"config for {k.name}: its parallel layers need a kind derive does not have ({module})",
-            "derive cannot describe this model",
-        ) from None
-    return Parallel(attention, reader.read(part_spec.keys(k), part_spec))
+    return Parallel(attention, kind_module(k.name, module).read(part_spec.keys(k), part_spec))

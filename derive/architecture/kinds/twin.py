@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 
 import sympy
 
 from derive.architecture.keys import Keys
-from derive.architecture.kinds.base import FULL, Kind, Resolve, Span
+from derive.architecture.kinds.base import FULL, Kind, Resolve, Span, kind_module
 from derive.architecture.spec import Spec
 from derive.errors import CatalogError
 from derive.symbols import Sym
@@ -102,7 +101,7 @@ def read(k: Keys, spec: Spec) -> Twin:
     `copies` how many (default 2); `[twin.PART]` its own settings."""
     module = spec.raw("part", "latent")
     part_spec = spec.sub(module)
-    reader = importlib.import_module(f"derive.architecture.kinds.{module}")
+    reader = kind_module(k.name, module)
     keys = part_spec.keys(k)
     part = reader.read(keys, part_spec, FULL) if module == "attention" else reader.read(keys, part_spec)
     if getattr(part, "indexer", None) is not None:

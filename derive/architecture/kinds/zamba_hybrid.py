@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 
 import sympy
 
 from derive.architecture.keys import Keys
 from derive.architecture.kinds.attention import Attention
-from derive.architecture.kinds.base import Kind, Resolve, Span
+from derive.architecture.kinds.base import Resolve, kind_module
+from derive.architecture.kinds.parallel import Parallel
 from derive.architecture.spec import Spec
 from derive.errors import CatalogError
-from derive.library import Formula
 from derive.symbols import Sym, define
 from formulas import notation as n
 
@@ -21,7 +20,7 @@ r_ad = define("adapter_rank", "r_ad", "", r"r_{ad}", "rank of a hybrid layer's L
 
 
 @dataclass(frozen=True)
-class ZambaHybrid(Kind):
+class ZambaHybrid(Parallel):
     """A Zamba / Zamba2 hybrid layer (Glorioso et al. 2024, arXiv:2405.16712, fig. 2; transformers' ZambaHybridLayer,
     Zamba2HybridLayer): the shared transformer block reads [h, x_0] (the hidden state beside the original
     embeddings, 2d wide), its output goes through the layer's own d x d `linear`, then the layer's own Mamba.
@@ -36,13 +35,13 @@ class ZambaHybrid(Kind):
     keys and values (n_kv x 2 d_h a token) and attends over them; its Mamba keeps its own state and conv window.
     """
 
-    attention: Attention
-    recurrent: Kind
-    width: int  # the shared MLP's d_ff
+    width: int  # the shared MLP's d_ff (the attention and the Mamba are Parallel's fields)
     blocks: int
     rank: int = 0  # Zamba2's adapter rank (0: no adapters, Zamba)
     attention_adapters: bool = False
     mlp_bias: bool = False
+    tied: bool = True  # the blocks are shared (transformers ties them only when tie_word_embeddings is true)
+    spare_adapters: int = 0  # adapter copies transformers builds that no layer uses (untied blocks, below)
 
     tag = "hyb"
     names = {"hyb": "Mamba-with-shared-attention"}
@@ -56,57 +55,42 @@ class ZambaHybrid(Kind):
     def weights(self, s: Resolve) -> sympy.Expr:
         d = n.d.symbol
         total = self.recurrent.weights(s) + d * d  # the layer's Mamba and its linear
-        if self.rank:
-            r = s(r_ad)
-            total += r * (d + 2 * s(n.d_ff))  # gate_up_proj adapter: d -> r -> 2 d_ff
-            if self.attention_adapters:
-                total += 3 * 2 * (2 * d * r)  # q, k, v adapters: 2d -> r -> 2d each
-        return total
+        return total + (self._adapter(s) if self.rank else 0)
 
     def norms(self, s: Resolve) -> sympy.Expr:
         return self.recurrent.norms(s)
 
-    def shared_weights(self, s: Resolve) -> sympy.Expr:
+    def _block_matmuls(self, s: Resolve) -> sympy.Expr:
         d, nh, nkv, dh, f = n.d.symbol, s(n.n_h), s(n.n_kv), s(n.d_h), s(n.d_ff)
         attention = 2 * d * (nh + 2 * nkv) * dh + nh * dh * d  # q, k, v read 2d; o_proj writes d
-        mlp = 3 * d * f + ((2 * f + d) if self.mlp_bias else 0)
-        block_norms = 2 * d + d  # input_layernorm over 2d, pre_ff_layernorm over d
-        return s(n_blk) * (attention + mlp + block_norms)
+        return attention + 3 * d * f + ((2 * f + d) if self.mlp_bias else 0)
 
-    def cached_values(self, s: Resolve) -> sympy.Expr:
-        return self.attention.cached_values(s)
+    def shared_used(self, s: Resolve) -> sympy.Expr:
+        return self._block_matmuls(s)  # every hybrid layer runs one shared block
 
-    def span(self) -> Span:
-        return self.attention.span()
+    def shared_weights(self, s: Resolve) -> sympy.Expr:
+        block_norms = 2 * n.d.symbol + n.d.symbol  # input_layernorm over 2d, pre_ff_layernorm over d
+        total = s(n_blk) * (self._block_matmuls(s) + block_norms)
+        if self.spare_adapters:
+            total += self.spare_adapters * self._adapter(s)
+        return total
 
-    def attention_macs(self, s: Resolve) -> sympy.Expr:
-        return self.attention.attention_macs(s)
-
-    def state_values(self, s: Resolve) -> sympy.Expr:
-        return self.recurrent.state_values(s)
-
-    def state_conv_values(self, s: Resolve) -> sympy.Expr:
-        return self.recurrent.state_conv_values(s)
-
-    def state_macs(self, s: Resolve) -> sympy.Expr:
-        return self.recurrent.state_macs(s)
-
-    def context_formulas(self, s: Resolve, layers: sympy.Symbol) -> list[Formula]:
-        return self.attention.context_formulas(s, layers)
-
-    def head_count(self) -> int:
-        return self.attention.head_count()
-
-    def kv_head_count(self) -> int:
-        return self.attention.kv_head_count()
-
-    def head_width(self) -> int:
-        return self.attention.head_width()
-
-    def plain(self) -> bool:
-        return False  # it keeps a recurrent state beside its cache
+    def _adapter(self, s: Resolve) -> sympy.Expr:
+        """One hybrid layer's adapters on the shared block."""
+        d, r = n.d.symbol, s(r_ad)
+        total = r * (d + 2 * s(n.d_ff))  # gate_up_proj adapter: d -> r -> 2 d_ff
+        if self.attention_adapters:
+            total += 3 * 2 * (2 * d * r)  # q, k, v adapters: 2d -> r -> 2d each
+        return total
 
     def notes(self) -> tuple[str, ...]:
+        if not self.tied:
+            return (
+                "tie_word_embeddings is false: transformers ties the shared blocks only with tied embeddings, so each "
+                f"of the {self.blocks} hybrid layers holds its own copy of the block"
+                + (f" (and {self.spare_adapters} adapter copies no layer uses)" if self.spare_adapters else ""),
+                *self.recurrent.notes(),
+            )
         return (
             "the hybrid layers share "
             + ("one transformer block" if self.blocks == 1 else f"{self.blocks} transformer blocks, taken in turn")
@@ -133,23 +117,27 @@ def read(k: Keys, spec: Spec) -> ZambaHybrid:
     head_dim = k.int("head_dim", 2 * hidden // heads) if spec.flag(k, "own_head_dim") else 2 * hidden // heads
     module = spec.raw("recurrent", "mamba2")
     part_spec = spec.sub(module)
-    try:
-        reader = importlib.import_module(f"derive.architecture.kinds.{module}")
-    except ModuleNotFoundError:
-        raise CatalogError(
-            f"config for {k.name}: its hybrid layers need a kind derive does not have ({module})",
-            "derive cannot describe this model",
-        ) from None
-    types = k.texts("layers_block_type") or []
-    hybrids = sum(t == "hybrid" for t in types)
+    reader = kind_module(k.name, module)
+    hybrids = sum(t == "hybrid" for t in k.texts("layers_block_type") or [])
     blocks = k.int(spec.raw("blocks"), 1) if spec.raw("blocks") else 1
     adapters = spec.flag(k, "adapters")
+    # transformers 5 ties Zamba's shared blocks through _tied_weights_keys, which it applies only when
+    # tie_word_embeddings is true (PreTrainedModel.get_expanded_tied_weights_keys): untied, every hybrid layer keeps
+    # its own block, and each holds the adapters of every hybrid layer i with i % num_mem_blocks = its block_id.
+    tied = k.flag("tie_word_embeddings", True)
+    spare = 0
+    if not tied and adapters:
+        per_block = [len(range(c, hybrids, blocks)) for c in range(min(blocks, hybrids))]
+        spare = sum(count * count for count in per_block) - hybrids
+    width_factor = spec.number(k, "width_factor", 0)  # Zamba2Config: 4 x hidden when intermediate_size is absent
     return ZambaHybrid(
         Attention(heads, kv_heads, head_dim),
         reader.read(part_spec.keys(k), part_spec),
-        k.int("intermediate_size"),
-        min(blocks, hybrids) if hybrids else blocks,
+        k.int("intermediate_size", width_factor * hidden or None),
+        (min(blocks, hybrids) if hybrids else blocks) if tied else hybrids,
         rank=k.int("adapter_rank") if adapters else 0,
         attention_adapters=adapters and spec.flag(k, "attention_adapters"),
         mlp_bias=spec.flag(k, "mlp_bias"),
+        tied=tied,
+        spare_adapters=spare,
     )
