@@ -110,6 +110,13 @@ def compare(derived: list[int], derived_outside: int, check: Check) -> str:
         )
     if len(derived) != len(check.layers):
         return f"transformers builds {len(check.layers)} layers where derive reads {len(derived)}"
+    moved = next((i for i, (ours, theirs) in enumerate(zip(derived, check.layers, strict=True)) if ours != theirs), -1)
+    if moved >= 0 and sum(derived) + derived_outside == check.total:  # the same parameters, placed elsewhere
+        return (
+            f"equal in total to transformers {check.version} ({check.built}): {check.total:,} parameters; its layer "
+            f"{moved} holds {check.layers[moved] - derived[moved]:+,} of them that derive counts with the model as a "
+            "whole (a block the layers share, or a norm on the embedding)"
+        )
     for i, (ours, theirs) in enumerate(zip(derived, check.layers, strict=True)):
         if ours != theirs:
             return (

@@ -144,6 +144,21 @@ def read_architecture(raw: object, name: str) -> Architecture:
         vocab=k.int("vocab_size"),
         hidden=k.int("hidden_size"),
         groups=_runs(layers, norms, moe_norms, hyper, spec.sub("layers").number(k, "first_norms", norms)),
+        hyper=hyper,
+        max_context=k.int("max_position_embeddings", 0, minimum=0),
+        torch_dtype=_dtype(k),
+        quantization=_quantization(raw),
+        expert_format=spec.text(k, "expert_format") or _expert_format(raw),
+        state_dtype=spec.text(k, "state_dtype") if "state_dtype" in table else "",
+        notes=tuple(notes),
+        **_around_the_layers(k, spec),
+    )
+
+
+def _around_the_layers(k: Keys, spec: Spec) -> dict[str, Any]:
+    """What a model holds outside its layers: the embedding and its extras, the head, the outer norms."""
+    per_layer_inputs = spec.flag(k, "per_layer_inputs")  # Gemma 4's per-layer input embeddings
+    return dict(
         # A head of its own whatever tie_word_embeddings says, where the entry says so (CPM-Ant: tied = false).
         tied=spec.flag(k, "tied", k.flag("tie_word_embeddings", False)),
         layer_norm=spec.text(k, "norm", "rms") == "layer",
@@ -156,20 +171,11 @@ def read_architecture(raw: object, name: str) -> Architecture:
         ),
         extra_rows=spec.number(k, "extra_rows", 0),
         hyper_comb=spec.flag(k, "hyper_comb", True),
-        per_layer_input=k.int("hidden_size_per_layer_input", 0, minimum=0) if spec.flag(k, "per_layer_inputs") else 0,
-        per_layer_vocab=k.int("vocab_size_per_layer_input", k.int("vocab_size"))
-        if spec.flag(k, "per_layer_inputs")
-        else 0,
+        per_layer_input=k.int("hidden_size_per_layer_input", 0, minimum=0) if per_layer_inputs else 0,
+        per_layer_vocab=k.int("vocab_size_per_layer_input", k.int("vocab_size")) if per_layer_inputs else 0,
         bridge=k.int(spec.raw("bridge"), 0, minimum=0) if spec.raw("bridge") else 0,
         head_bias=spec.flag(k, "head_bias"),
         head_dense=(1 + int(spec.flag(k, "head_dense_bias"))) if spec.flag(k, "head_dense") else 0,
-        hyper=hyper,
-        max_context=k.int("max_position_embeddings", 0, minimum=0),
-        torch_dtype=_dtype(k),
-        quantization=_quantization(raw),
-        expert_format=spec.text(k, "expert_format") or _expert_format(raw),
-        state_dtype=spec.text(k, "state_dtype") if "state_dtype" in table else "",
-        notes=tuple(notes),
     )
 
 

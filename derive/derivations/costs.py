@@ -115,10 +115,12 @@ def intensity(setup: Setup) -> Sheet:
             f"not {setup.batch:,}: their intensity is {format_quantity(expert, 'FLOP/byte')}"
             + (", and the shared experts' the batch's" if setup.model.config.shared_experts else "")
         )
-    ridge = work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
     ranked: tuple[tuple[str, sympy.Expr], ...] = (("weight GEMMs", gemm),)
-    if setup.model.config.attention is not None and setup.model.config.kv_heads:
-        attention = work.compute(work.library.get("attention_intensity"), "attention_intensity")
+    attends = setup.model.config.attention is not None and setup.model.config.kv_heads
+    if attends:
+        ranked += (("attention", work.compute(work.library.get("attention_intensity"), "attention_intensity")),)
+    ridge = work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
+    if attends:
         flip = work.solve(it.I_w.symbol, it.I_att.symbol, sym.B)
         work.solved(
             flip,
@@ -127,7 +129,6 @@ def intensity(setup: Setup) -> Sheet:
             "below it attention has the higher intensity; above it the weight GEMMs do",
             result="flip_batch",
         )
-        ranked += (("attention", attention),)
     else:
         work.note("no softmax-attention layer: no cache is read, so there is no attention intensity to rank")
     for label, value in ranked:

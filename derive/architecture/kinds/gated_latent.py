@@ -9,7 +9,7 @@ import sympy
 
 from derive.architecture.keys import Keys
 from derive.architecture.kinds.base import FULL, Resolve, Span
-from derive.architecture.kinds.latent import LatentAttention, read_indexer
+from derive.architecture.kinds.latent import LatentAttention, latent_shapes
 from derive.architecture.spec import Spec
 from derive.symbols import Sym, define
 from formulas import notation as n
@@ -89,19 +89,9 @@ def read(k: Keys, spec: Spec) -> GatedLatentAttention:
     """DeepSeek's MLA keys; the entry's `[gated_latent]` (and `[gated_latent.TYPE]`) says which parts are added:
     `fused_gate`, `out_gate`, `sinks`, `rope_norm`, `norm_rank` (a key), `window` (a key: the layer slides),
     `indexed` (default true: an indexer wherever the config gives index_topk)."""
-    q_lora = k.get("q_lora_rank")
     window = spec.raw("window")
     return GatedLatentAttention(
-        k.int("num_attention_heads"),
-        0 if q_lora is None else k.int("q_lora_rank"),
-        k.int("kv_lora_rank"),
-        k.int("qk_nope_head_dim"),
-        k.int("qk_rope_head_dim"),
-        k.int("v_head_dim"),
-        qkv_bias=spec.flag(k, "qkv_bias"),
-        indexer=read_indexer(k) if k.has("index_topk") and spec.flag(k, "indexed", True) else None,
-        gate=spec.text(k, "gate"),
-        indexer_shared=spec.flag(k, "indexer_shared"),
+        **latent_shapes(k, spec, spec.flag(k, "indexed", True)),
         fused_gate=spec.flag(k, "fused_gate"),
         out_gate=spec.flag(k, "out_gate"),
         sinks=spec.flag(k, "sinks"),

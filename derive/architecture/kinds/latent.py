@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import sympy
 
@@ -139,18 +140,24 @@ def read_indexer(k: Keys) -> Indexer:
     return Indexer(k.int("index_n_heads"), k.int("index_head_dim"), k.int("index_topk"))
 
 
-def read(k: Keys, spec: Spec) -> LatentAttention:
-    """DeepSeek's MLA keys (kv_lora_rank and its head widths); sparse where the config gives an indexer."""
+def latent_shapes(k: Keys, spec: Spec, indexed: bool = True) -> dict[str, Any]:
+    """DeepSeek's MLA keys (kv_lora_rank and its head widths), the biases and gates the entry gives, and an
+    indexer wherever the config gives index_topk (unless the layer type is not indexed)."""
     q_lora = k.get("q_lora_rank")
-    return LatentAttention(
-        k.int("num_attention_heads"),
-        0 if q_lora is None else k.int("q_lora_rank"),
-        k.int("kv_lora_rank"),
-        k.int("qk_nope_head_dim"),
-        k.int("qk_rope_head_dim"),
-        k.int("v_head_dim"),
+    return dict(
+        heads=k.int("num_attention_heads"),
+        q_lora_rank=0 if q_lora is None else k.int("q_lora_rank"),
+        kv_lora_rank=k.int("kv_lora_rank"),
+        nope_dim=k.int("qk_nope_head_dim"),
+        rope_dim=k.int("qk_rope_head_dim"),
+        v_dim=k.int("v_head_dim"),
         qkv_bias=spec.flag(k, "qkv_bias"),
-        indexer=read_indexer(k) if k.has("index_topk") else None,
+        indexer=read_indexer(k) if k.has("index_topk") and indexed else None,
         gate=spec.text(k, "gate"),
         indexer_shared=spec.flag(k, "indexer_shared"),
     )
+
+
+def read(k: Keys, spec: Spec) -> LatentAttention:
+    """MLA, sparse where the config gives an indexer."""
+    return LatentAttention(**latent_shapes(k, spec))
