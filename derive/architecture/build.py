@@ -11,16 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import sympy
 
-from derive.architecture.kinds import Kind, MoE
-from derive.architecture.kinds.base import CACHE_SOURCE, KIND_NAMES
+from derive.architecture.kinds.base import CACHE_SOURCE, KIND_NAMES, Kind
 from derive.architecture.model import Architecture
 from derive.errors import CatalogError
 from derive.library import Formula
 from derive.symbols import Sym, tagged
 from formulas import notation as n
+
+if TYPE_CHECKING:
+    from derive.architecture.kinds.moe import MoE
 
 _HF_MODELING = "transformers' modeling code for the family (one term per weight tensor)"
 

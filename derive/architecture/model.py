@@ -7,8 +7,13 @@ config.json; derive/architecture/build.py turns it into the model's formulas.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from derive.architecture.kinds import DenseMLP, Kind, MoE
+from derive.architecture.kinds.base import Kind
+
+if TYPE_CHECKING:  # a model reads only the kind modules its layers need
+    from derive.architecture.kinds.mlp import DenseMLP
+    from derive.architecture.kinds.moe import MoE
 
 
 @dataclass(frozen=True)

@@ -17,19 +17,22 @@ import tomllib
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from derive.architecture.keys import Keys
-from derive.architecture.kinds import FULL, DenseMLP, Kind, MoE, Span
-from derive.architecture.kinds.base import kind_module
+from derive.architecture.kinds.base import FULL, Kind, Span, kind_module
 from derive.architecture.model import Architecture, LayerGroup
 from derive.architecture.spec import Spec
 from derive.errors import CatalogError
 
+if TYPE_CHECKING:  # the kind modules are imported as a config needs them
+    from derive.architecture.kinds.mlp import DenseMLP
+    from derive.architecture.kinds.moe import MoE
+
 FAMILIES = Path(__file__).parent / "families"
 BASE = "_base"  # the Llama-shaped reading every entry starts from
 
-Layer = tuple[Kind | None, DenseMLP | None, MoE | None]
+Layer = tuple["Kind | None", "DenseMLP | None", "MoE | None"]
 
 # The names configs give a layer's type (layer_types, layers_block_type, hybrid_override_pattern), by meaning.
 TYPE_NAMES: dict[str, str] = {
