@@ -53,6 +53,30 @@ def test_counts_equal_transformers(row):
     assert row["status"] == "exact"
 
 
+@pytest.mark.parametrize(
+    "family", sorted(p.stem for p in (ROOT / "derive" / "architecture" / "families").glob("*.toml"))
+)
+def test_every_entry_loads_with_known_settings(family):
+    from derive.architecture.reader import entry
+
+    if family != "_excluded":
+        assert entry(family) is not None
+
+
+def test_a_misspelt_setting_is_named(tmp_path, monkeypatch):
+    from derive.architecture import reader
+
+    (tmp_path / "_base.toml").write_text("")
+    (tmp_path / "typo.toml").write_text("norm_s = 4\n")
+    monkeypatch.setattr(reader, "FAMILIES", tmp_path)
+    reader.entry.cache_clear()
+    try:
+        with pytest.raises(CatalogError, match="family entry typo has the setting 'norm_s'"):
+            reader.entry("typo")
+    finally:
+        reader.entry.cache_clear()
+
+
 def _read(raw: dict) -> dict[str, int]:
     return model_formulas(read_architecture(raw, "test")).counts()
 

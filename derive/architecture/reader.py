@@ -82,6 +82,25 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+# The settings an entry may give at its top level (families/README.md), besides a section per kind module.
+SETTINGS = frozenset(
+    "like defaults refuse notes norms vectors norm final_norm embedding_norm head_norm positions position_offset "
+    "head_bias head_dense head_dense_bias tied extra_rows per_layer_inputs bridge hyper hyper_comb expert_format "
+    "state_dtype layers attention mlp moe".split()
+)
+
+
+def _check_settings(family: str, table: Mapping[str, Any]) -> None:
+    """A misspelt setting is an error naming it, not a silent default (kind sections are named by their module)."""
+    kinds = Path(__file__).parent / "kinds"
+    unknown = [key for key in table if key not in SETTINGS and not (kinds / f"{key}.py").is_file()]
+    if unknown:
+        raise CatalogError(
+            f"family entry {family} has the setting {unknown[0]!r}, which derive does not know",
+            "See derive/architecture/families/README.md for the settings",
+        )
+
+
 @cache
 def entry(family: str) -> dict[str, Any] | None:
     """A family's entry over the entries it is `like` (the base last), or None when it has none."""
@@ -89,6 +108,7 @@ def entry(family: str) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     table = tomllib.loads(path.read_text())
+    _check_settings(family, table)
     parent = table.pop("like", BASE if family != BASE else None)
     if parent is None:
         return table
