@@ -255,3 +255,34 @@ def test_shared_dsa_indexers_are_counted_once():
         + 2 * raw["index_head_dim"]
     )
     assert _read(raw)["total_params"] - _read(shared)["total_params"] == (layers // 2) * indexer
+
+
+def test_looped_layers_hold_their_weights_once_and_run_once_a_pass(tmp_path, monkeypatch):
+    # Llama 3 8B with layers 1 and 2 run three times a token (as Dory loops its middle layers): the parameters
+    # are Llama's (8,030,261,248, published), each pass caches its own keys and values (32 + 2 x 2 layer-runs of
+    # 2 x 8 x 128 values), and each extra pass multiplies through the two layers' weights again.
+    import shutil
+
+    import derive
+    from derive.architecture import reader
+
+    families = ROOT / "derive" / "architecture" / "families"
+    shutil.copy(families / "_base.toml", tmp_path / "_base.toml")
+    shutil.copy(families / "_excluded.toml", tmp_path / "_excluded.toml")
+    (tmp_path / "looped.toml").write_text("[layers]\nloop = { first = 1, count = 2, times = 3 }\n")
+    monkeypatch.setattr(reader, "FAMILIES", tmp_path)
+    reader.entry.cache_clear()
+    try:
+        raw = {**LLAMA, "model_type": "looped"}
+        assert _read(raw)["total_params"] == 8_030_261_248
+        (tmp_path / "config.json").write_text(json.dumps(raw))
+        kv = derive.kv(config=str(tmp_path / "config.json"), context=1024).results
+        assert int(kv["kv_bytes_per_token"].magnitude) == (32 + 2 * 2) * 2 * 8 * 128 * 2
+        plain = derive.flops("llama3-8b", context=1024).results["flops_per_token"].magnitude
+        looped = derive.flops(config=str(tmp_path / "config.json"), context=1024).results["flops_per_token"]
+        per_layer = 4096 * (4096 + 2 * 1024 + 4096) + 3 * 4096 * 14336  # q, k, v, o and the gated MLP
+        runs = 2 * (3 - 1)  # two layers, two passes more each
+        attention = runs * 2 * 32 * (128 + 128) * 1024  # each run scores and sums over 1,024 tokens, 32 heads
+        assert looped.magnitude - plain == runs * 2 * per_layer + attention
+    finally:
+        reader.entry.cache_clear()

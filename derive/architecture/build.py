@@ -92,6 +92,7 @@ class _Symbols:
             for base, value in part.shapes().items():
                 self.values[self.sym(part, base)] = value
         self.layer_symbols: dict[Kind, Sym] = {}
+        self.run_symbols: dict[Kind, Sym] = {}
         mixers = arch.mixers
         whole = len(mixers) == 1 and all(g.mixer is not None for g in arch.groups)
         tags: dict[str, Kind] = {}
@@ -119,6 +120,11 @@ class _Symbols:
     def _layers(self, part: Kind, symbol: Sym) -> None:
         self.layer_symbols[part] = symbol
         self.values[symbol] = sum(g.count for g in self.arch.groups if part in g.parts())
+        runs = sum(g.count * g.passes for g in self.arch.groups if part in g.parts())
+        if runs != self.values[symbol]:  # looped layers: weights held once, run (and cached) once a pass
+            ran = tagged(symbol, "run", f"runs of the {symbol.meaning}, counting each pass of a looped layer")
+            self.run_symbols[part] = ran
+            self.values[ran] = runs
 
     def sym(self, part: Kind, base: Sym) -> Sym:
         return tagged(base, part.tag) if base in self.conflicts else base
@@ -128,6 +134,10 @@ class _Symbols:
 
     def layers(self, part: Kind) -> sympy.Symbol:
         return self.layer_symbols[part].symbol
+
+    def runs(self, part: Kind) -> sympy.Symbol:
+        """How many times a token runs this part's layers: its layers, or more where layers loop."""
+        return self.run_symbols.get(part, self.layer_symbols[part]).symbol
 
 
 def model_formulas(arch: Architecture) -> ModelFormulas:
@@ -173,9 +183,10 @@ def model_formulas(arch: Architecture) -> ModelFormulas:
     if arch.bridge:  # pre_projection 2·d_b -> d and post_projection d -> d_b
         parts.append(_count(n.N_bridge, 3 * d * n.d_b.symbol, _PLE_SOURCE))
     parts.append(_count(n.N_norm, _norms(arch, syms)))
-    if not arch.tied or arch.head_bias or arch.head_dense:
+    if not arch.tied or arch.head_bias or arch.head_scale or arch.head_dense:
         transform = (d * d + (d if arch.head_dense == 2 else 0)) if arch.head_dense else 0  # ModernBERT's head.dense
-        parts.append(_count(n.N_head, (0 if arch.tied else V * d) + (V if arch.head_bias else 0) + transform))
+        vectors = V * (int(arch.head_bias) + int(arch.head_scale))  # a bias, a logit scale: V-wide each
+        parts.append(_count(n.N_head, (0 if arch.tied else V * d) + vectors + transform))
     totals = _totals(parts, moe, syms) + _lookups(arch)
     per_token, costs, kinds = _costs(arch, syms)
     if arch.expert_format:
@@ -251,8 +262,12 @@ def _totals(parts: list[Formula], moe: MoE | None, syms: _Symbols) -> tuple[Form
     # The LM head multiplies every token's hidden state by V x d, tied or not.
     extra.append(_count(n.N_lm, n.V.symbol * n.d.symbol))
     matmul_terms.append(n.N_lm.symbol)
-    # A block every layer of a kind runs but the model holds once (Zamba): a token multiplies through it per layer.
+    # A block every layer of a kind runs but the model holds once (Zamba): a token multiplies through it per layer;
+    # a looped layer (Dory) multiplies through its weights once a pass.
     reused = sum(syms.layers(m) * m.shared_used(syms.of(m)) - m.shared_weights(syms.of(m)) for m in syms.arch.mixers)
+    for part in syms.run_symbols:
+        s = syms.of(part)
+        reused += (syms.runs(part) - syms.layers(part)) * part.token_weights(s)
     after: tuple[Formula, ...] = ()
     if reused != 0:
         from formulas.flops import N_na
@@ -303,7 +318,7 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
     mixers = arch.mixers
     if arch.is_plain:
         (mixer,) = mixers
-        s, L = syms.of(mixer), syms.layers(mixer)
+        s, L = syms.of(mixer), syms.runs(mixer)
         plain = (
             _count(n.v_kv, L * mixer.cached_values(s), CACHE_SOURCE),
             _count(n.a, 2 * L * mixer.attention_macs(s), _FLOP_SOURCE),
@@ -321,7 +336,7 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
     marginal: sympy.Expr = sympy.Integer(0)  # past every window: what each token adds, and what stays fixed
     fixed: sympy.Expr = sympy.Integer(0)
     for mixer in mixers:
-        s, L = syms.of(mixer), syms.layers(mixer)
+        s, L = syms.of(mixer), syms.runs(mixer)
         kv_sym = state_sym = conv_sym = span_sym = None
         cached, macs = mixer.cached_values(s), mixer.attention_macs(s)
         if cached != 0 or macs != 0:  # a KV-shared layer attends over another layer's cache and keeps none

@@ -30,6 +30,7 @@ class LayerGroup:
     moe: MoE | None = None
     norms: int = 2
     hyper: int = 0
+    passes: int = 1  # times a token runs each of these layers, with the same weights (Dory's recurrent loops)
 
     def parts(self) -> tuple[Kind, ...]:
         return tuple(p for p in (self.mixer, self.mlp, self.moe) if p is not None)
@@ -54,6 +55,7 @@ class Architecture:
     positions: int = 0
     outer_norms: int = 1  # d-wide norms outside the layers: the final norm, and an embedding norm (BLOOM)
     head_bias: bool = False  # the LM head adds a V-wide bias
+    head_scale: bool = False  # the LM head scales its logits by a learned V-wide vector (Dory's nGPT)
     head_dense: int = 0  # the head first transforms the hidden state: a d x d dense (1), with its bias (2)
     hyper_comb: bool = True  # the hyper-connection mixers keep DeepSeek V4's h x h comb rows (HY V4: no)
     extra_rows: int = 0  # input-embedding rows past the vocabulary, which the head does not have (Mllama: 8)

@@ -85,8 +85,8 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 # The settings an entry may give at its top level (families/README.md), besides a section per kind module.
 SETTINGS = frozenset(
     "like defaults refuse notes norms vectors norm final_norm embedding_norm head_norm positions position_offset "
-    "head_bias head_dense head_dense_bias tied extra_rows per_layer_inputs bridge hyper hyper_comb expert_format "
-    "state_dtype layers attention mlp moe".split()
+    "head_bias head_scale head_dense head_dense_bias tied extra_rows per_layer_inputs bridge hyper hyper_comb "
+    "expert_format state_dtype layers attention mlp moe".split()
 )
 
 
@@ -148,6 +148,7 @@ def read_architecture(raw: object, name: str) -> Architecture:
     # d-wide norms a layer, with any d-wide learned vectors outside the mixer (residual gates and scales: ERGO, Doge)
     norms = spec.number(k, "norms", 2) + spec.number(k, "vectors", 0)
     moe_norms = spec.sub("moe").number(k, "norms", 0)
+    passes = _passes(k, spec.sub("layers"), len(layers))
     notes += [note for mixer in dict.fromkeys(m for m, _, _ in layers if m is not None) for note in mixer.notes()]
     notes += table.get("notes", [])
     limit = k.int("max_position_embeddings", 0, minimum=0)
@@ -166,7 +167,7 @@ def read_architecture(raw: object, name: str) -> Architecture:
         family=family,
         vocab=k.int("vocab_size"),
         hidden=k.int("hidden_size"),
-        groups=_runs(layers, norms, moe_norms, hyper, spec.sub("layers").number(k, "first_norms", norms)),
+        groups=_runs(layers, norms, moe_norms, hyper, spec.sub("layers").number(k, "first_norms", norms), passes),
         hyper=hyper,
         max_context=k.int("max_position_embeddings", 0, minimum=0),
         torch_dtype=_dtype(k),
@@ -198,6 +199,7 @@ def _around_the_layers(k: Keys, spec: Spec) -> dict[str, Any]:
         per_layer_vocab=k.int("vocab_size_per_layer_input", k.int("vocab_size")) if per_layer_inputs else 0,
         bridge=k.int(spec.raw("bridge"), 0, minimum=0) if spec.raw("bridge") else 0,
         head_bias=spec.flag(k, "head_bias"),
+        head_scale=spec.flag(k, "head_scale"),
         head_dense=(1 + int(spec.flag(k, "head_dense_bias"))) if spec.flag(k, "head_dense") else 0,
     )
 
@@ -492,17 +494,32 @@ def _layers(k: Keys, spec: Spec) -> list[Layer]:
     ]
 
 
-def _runs(layers: list[Layer], norms: int, moe_norms: int, hyper: int, first: int) -> tuple[LayerGroup, ...]:
+def _passes(k: Keys, plan: Spec, layers: int) -> list[int]:
+    """How many times a token runs each layer: `[layers] loop = { first, count, times }` (each a number or a key)
+    runs layers first .. first + count - 1 `times` times with the same weights (Dory's recurrent layers)."""
+    loop = plan.sub("loop")
+    if "times" not in loop:
+        return [1] * layers
+    first, count, times = (loop.number(k, key, 1) for key in ("first", "count", "times"))
+    if times < 1 or first + count > layers:
+        raise k.fail(str(loop.raw("times")), times, f"not a loop of at least one pass over layers {first}..")
+    return [times if first <= i < first + count else 1 for i in range(layers)]
+
+
+def _runs(
+    layers: list[Layer], norms: int, moe_norms: int, hyper: int, first: int, passes: list[int]
+) -> tuple[LayerGroup, ...]:
     """Consecutive identical layers as one group each (a MoE layer has its block's own norms too; the first layer
-    may have fewer: ModernBERT-decoder's has no attention norm)."""
+    may have fewer: ModernBERT-decoder's has no attention norm; looped layers run more than once)."""
     groups: list[LayerGroup] = []
     for i, (mixer, mlp, moe) in enumerate(layers):
         last = groups[-1] if groups else None
         own = (first if i == 0 else norms) + (moe_norms if moe is not None else 0)
-        if last is not None and (last.mixer, last.mlp, last.moe, last.norms) == (mixer, mlp, moe, own):
-            groups[-1] = LayerGroup(last.count + 1, mixer, mlp, moe, own, hyper)
+        alike = last is not None and (last.mixer, last.mlp, last.moe, last.norms, last.passes)
+        if alike == (mixer, mlp, moe, own, passes[i]):
+            groups[-1] = LayerGroup(last.count + 1, mixer, mlp, moe, own, hyper, passes[i])  # type: ignore[union-attr]
         else:
-            groups.append(LayerGroup(1, mixer, mlp, moe, own, hyper))
+            groups.append(LayerGroup(1, mixer, mlp, moe, own, hyper, passes[i]))
     return tuple(groups)
 
 

@@ -37,6 +37,7 @@ class Attention(Kind):
     qk_norm_bias: bool = False  # the q/k norms are LayerNorms with a bias (Persimmon, StableLM)
     value_dim: int = 0  # a value head narrower or wider than the query/key head (MiMo-V2); 0: the same
     head_vectors: int = 0  # learned head_dim-wide vectors a layer (DiffLlama's four lambdas)
+    head_scales: int = 0  # learned n_h x d_h-wide vectors a layer (Dory's nGPT sqk and s_gate)
     sub_norm: bool = False  # a norm over the heads' output before o_proj (BitNet)
     gate_bias: bool = False  # the per-head output gate has a bias (Beam)
     shape_tag: str = ""  # tags n_kv, d_h (and n_h) when another attention kind of the model differs
@@ -86,7 +87,7 @@ class Attention(Kind):
     def norms(self, s: Resolve) -> sympy.Expr:
         nh, nkv, dh = s(n.n_h), s(n.n_kv), s(n.d_h)
         widths = {"head": 2 * dh, "layer": (nh + nkv) * dh}.get(self.qk_norm, sympy.Integer(0))
-        total = (2 * widths if self.qk_norm_bias else widths) + self.head_vectors * dh
+        total = (2 * widths if self.qk_norm_bias else widths) + self.head_vectors * dh + self.head_scales * nh * dh
         return total + (nh * self._value_width(s) if self.sub_norm else 0)
 
     def cached_values(self, s: Resolve) -> sympy.Expr:
@@ -147,6 +148,7 @@ def read(k: Keys, spec: Spec, window: Span) -> Attention:
         qk_norm_bias=spec.flag(k, "qk_norm_bias"),
         value_dim=k.int("v_head_dim") if k.has("v_head_dim") and k.int("v_head_dim") != head_dim else 0,
         head_vectors=spec.number(k, "head_vectors", 0),
+        head_scales=spec.number(k, "head_scales", 0),
         sub_norm=spec.flag(k, "sub_norm"),
         gate_bias=spec.flag(k, "gate_bias"),
         shape_tag=spec.text(k, "tag"),

@@ -182,6 +182,10 @@ class Kind:
         """The window or chunk that caps its span (0: none)."""
         return 0
 
+    def token_weights(self, s: Resolve) -> sympy.Expr:
+        """The weights one token multiplies through in one layer (a MoE's router, k experts and shared ones)."""
+        return self.weights(s)
+
     def shared_weights(self, s: Resolve) -> sympy.Expr:
         """Parameters that every layer of this kind uses but the model holds once (Zamba's shared block)."""
         return sympy.Integer(0)

@@ -35,7 +35,7 @@ class CompressedAttention(Kind):
     indexer: Indexer | None = None
 
     softmax = True
-    names = {"csa": "sparse compressed-attention", "hca": "heavily compressed-attention"}
+    names = {"swa": "sliding-window", "csa": "sparse compressed-attention", "hca": "heavily compressed-attention"}
     whole_cache = True
 
     @property

@@ -22,6 +22,7 @@ class DenseMLP(Kind):
     bias: bool = False
     scalars: int = 0  # learned scalars of its activation (Apertus's xIELU: alpha_p and alpha_n)
     sub_norm: bool = False  # a norm over the intermediate before down_proj (BitNet)
+    scales: int = 0  # learned intermediate-wide vectors (Dory's nGPT suv_gate and suv_up)
 
     label = "dense MLP"
 
@@ -36,7 +37,7 @@ class DenseMLP(Kind):
         return total + self.scalars
 
     def norms(self, s: Resolve) -> sympy.Expr:
-        return s(n.d_ff) if self.sub_norm else sympy.Integer(0)
+        return (int(self.sub_norm) + self.scales) * s(n.d_ff)
 
 
 def read(k: Keys, spec: Spec) -> DenseMLP:
@@ -50,4 +51,5 @@ def read(k: Keys, spec: Spec) -> DenseMLP:
         spec.flag(k, "bias"),
         scalars=spec.number(k, "scalars", 0),
         sub_norm=spec.flag(k, "sub_norm"),
+        scales=spec.number(k, "scales", 0),
     )

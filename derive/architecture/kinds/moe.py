@@ -58,6 +58,9 @@ class MoE(Kind):
             total += (2 * f if self.gated else f) + d
         return total
 
+    def token_weights(self, s: Resolve) -> sympy.Expr:
+        return self.router(s) + s(n.k_e) * self.expert(s) + self.shared_experts(s) + self.latent_projections(s)
+
     def layer_params(self, s: Resolve) -> sympy.Expr:
         # The correction bias is left out: transformers keeps it as a buffer (build.py counts it apart).
         everything = self.router(s) + s(n.E) * self.expert(s) + self.shared_experts(s) + self.latent_projections(s)
