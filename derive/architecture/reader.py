@@ -84,7 +84,7 @@ def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 
 # The settings an entry may give at its top level (families/README.md), besides a section per kind module.
 SETTINGS = frozenset(
-    "like defaults refuse notes norms vectors norm final_norm embedding_norm head_norm positions position_offset "
+    "like defaults refuse notes norms vectors vocab norm final_norm embedding_norm head_norm positions position_offset "
     "head_bias head_scale head_dense head_dense_bias tied extra_rows per_layer_inputs bridge hyper hyper_comb "
     "expert_format state_dtype layers attention mlp moe".split()
 )
@@ -149,7 +149,8 @@ def read_architecture(raw: object, name: str) -> Architecture:
     norms = spec.number(k, "norms", 2) + spec.number(k, "vectors", 0)
     moe_norms = spec.sub("moe").number(k, "norms", 0)
     passes = _passes(k, spec.sub("layers"), len(layers))
-    notes += [note for mixer in dict.fromkeys(m for m, _, _ in layers if m is not None) for note in mixer.notes()]
+    mixers = dict.fromkeys(m for m, _, _ in layers if m is not None)
+    notes += list(dict.fromkeys(note for mixer in mixers for note in mixer.notes()))
     notes += table.get("notes", [])
     limit = k.int("max_position_embeddings", 0, minimum=0)
     for mixer in dict.fromkeys(m for m, _, _ in layers if m is not None):
@@ -165,7 +166,7 @@ def read_architecture(raw: object, name: str) -> Architecture:
     return Architecture(
         name=name,
         family=family,
-        vocab=k.int("vocab_size"),
+        vocab=_vocab(k, spec),
         hidden=k.int("hidden_size"),
         groups=_runs(layers, norms, moe_norms, hyper, spec.sub("layers").number(k, "first_norms", norms), passes),
         hyper=hyper,
@@ -193,7 +194,8 @@ def _around_the_layers(k: Keys, spec: Spec) -> dict[str, Any]:
         outer_norms=sum(
             int(spec.flag(k, key, key == "final_norm")) for key in ("final_norm", "embedding_norm", "head_norm")
         ),
-        extra_rows=spec.number(k, "extra_rows", 0),
+        # Embedding rows past the head's vocabulary: the entry's, and a padded embedding's (Inkling 2's vocab_size).
+        extra_rows=spec.number(k, "extra_rows", 0) + k.int("vocab_size") - _vocab(k, spec),
         hyper_comb=spec.flag(k, "hyper_comb", True),
         per_layer_input=k.int("hidden_size_per_layer_input", 0, minimum=0) if per_layer_inputs else 0,
         per_layer_vocab=k.int("vocab_size_per_layer_input", k.int("vocab_size")) if per_layer_inputs else 0,
@@ -202,6 +204,15 @@ def _around_the_layers(k: Keys, spec: Spec) -> dict[str, Any]:
         head_scale=spec.flag(k, "head_scale"),
         head_dense=(1 + int(spec.flag(k, "head_dense_bias"))) if spec.flag(k, "head_dense") else 0,
     )
+
+
+def _vocab(k: Keys, spec: Spec) -> int:
+    """The rows the LM head scores: vocab_size, or the key the entry's `vocab` names where the embedding is padded
+    past them (Inkling 2's unpadded_vocab_size); never more than the embedding's vocab_size rows."""
+    vocab = k.int(spec.raw("vocab", "vocab_size"))
+    if vocab > k.int("vocab_size"):
+        raise k.fail(spec.raw("vocab"), vocab, f"more than the {k.int('vocab_size'):,} rows of {k.spelt('vocab_size')}")
+    return vocab
 
 
 def _refuse(k: Keys, rules: Mapping[str, Any]) -> None:
