@@ -35,7 +35,7 @@ def test_readme_coverage_table_is_current():
 
 
 # Issue 24 asks for 95 %; this ratchet holds what is reached, so coverage never falls back.
-READ_AT_LEAST = 0.94
+READ_AT_LEAST = 0.95
 
 
 def test_coverage_never_falls_back():
@@ -286,3 +286,14 @@ def test_looped_layers_hold_their_weights_once_and_run_once_a_pass(tmp_path, mon
         assert looped.magnitude - plain == runs * 2 * per_layer + attention
     finally:
         reader.entry.cache_clear()
+
+
+def test_dory_caches_its_looped_layers_once_a_pass(tmp_path):
+    # transformers' default DoryConfig: 36 layers (stored as 72 half-layers, attention then MLP), three sliding
+    # (1,024 tokens) to one full; layers 8-27 run twice (n_recurrent_loops 2), each pass with its own cache
+    # (recurrent_kv_cache_mode "per_loop"). Full: 2 + 5 x 2 + 2 = 14 caches; sliding: 6 + 15 x 2 + 6 = 42.
+    # K and V: 2 x 4 KV heads x 256 x 2 B = 4,096 B a token.
+    r = _kv_at_131k(tmp_path, DATA / "dory" / "default.json")
+    assert r["kv_bytes_full"] == 14 * 131072 * 4096
+    assert r["kv_bytes_swa"] == 42 * 1024 * 4096
+    assert r["kv_marginal_bytes_per_token"] == 14 * 4096

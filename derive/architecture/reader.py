@@ -217,7 +217,7 @@ def _vocab(k: Keys, spec: Spec) -> int:
 
 def _refuse(k: Keys, rules: Mapping[str, Any]) -> None:
     """A part derive cannot describe, named by the key that turns it on: `key = "why"` (when the key is set), or
-    `key = { why = "...", above = N }` (past N), or `{ why = "...", differs = "other_key" }`."""
+    `key = { why = "...", above = N }` (past N), `{ why = "...", differs = "other_key" }`, or `{ why, equals = V }`."""
     for key, rule in rules.items():
         value = k.get(key)
         why = rule if isinstance(rule, str) else rule["why"]
@@ -225,6 +225,8 @@ def _refuse(k: Keys, rules: Mapping[str, Any]) -> None:
             hit = isinstance(value, (int, float)) and not isinstance(value, bool) and value > rule["above"]
         elif isinstance(rule, dict) and "differs" in rule:
             hit = value is not None and value != k.get(rule["differs"])
+        elif isinstance(rule, dict) and "equals" in rule:
+            hit = value == rule["equals"]
         else:
             hit = bool(value)
         if hit:
