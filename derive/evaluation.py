@@ -57,6 +57,11 @@ def _substitute(expr: sympy.Basic, substitution: dict[sympy.Symbol, sympy.Expr])
         base, exponent = args
         if base.is_Rational and not base.is_Integer and exponent.is_Integer and abs(exponent) > _EXACT_POWER_LIMIT:
             return sympy.Float(base, 40) ** exponent
+        # A rational power whose exponent has huge terms (a LambertW knee's batch, say) sends sympy after exact
+        # roots for minutes (Inkling 2's knee took over three): past the same limit it is taken in 40 digits.
+        huge = exponent.is_Rational and not exponent.is_Integer
+        if base.is_Rational and huge and max(abs(exponent.p), exponent.q) > _EXACT_POWER_LIMIT:
+            return sympy.Float(base, 40) ** sympy.Float(exponent, 40)
     return expr.func(*args)
 
 

@@ -109,6 +109,11 @@ def compare(derived: list[int], derived_outside: int, check: Check) -> str:
             f"({ours - check.outside:+,})"
         )
     if len(derived) != len(check.layers):
+        if sum(derived) + derived_outside == check.total:  # Dory's config lists each layer's attention and MLP apart
+            return (
+                f"equal in total to transformers {check.version} ({check.built}): {check.total:,} parameters, in "
+                f"{len(check.layers)} layers where the config lists {len(derived)} (a layer's parts listed apart)"
+            )
         return f"transformers builds {len(check.layers)} layers where derive reads {len(derived)}"
     moved = next((i for i, (ours, theirs) in enumerate(zip(derived, check.layers, strict=True)) if ours != theirs), -1)
     if moved >= 0 and sum(derived) + derived_outside == check.total:  # the same parameters, placed elsewhere

@@ -341,6 +341,12 @@ def _default_types(k: Keys, plan: Spec, layers: int) -> list[str]:
         every = flags.number(k, "every", 4)
         given = k.ints(flags.raw("key"), [int((i + 1) % every != 0) for i in range(layers)], minimum=0)
         return _named(k, flags.raw("key"), [flags.raw("one") if v else flags.raw("zero") for v in given], layers, plan)
+    prefix = plan.raw("prefix", [])  # the first layers' types, the rule below counting from after them (Zamba)
+    if prefix:
+        if len(prefix) > layers:
+            raise k.fail("num_hidden_layers", layers, f"fewer than the {len(prefix)} layers the family starts with")
+        rest = Spec({key: value for key, value in plan.section.items() if key != "prefix"}, plan.where)
+        return list(prefix) + _default_types(k, rest, layers - len(prefix))
     if "every" not in plan:
         return [plan.raw("all", "full")] * layers
     every, offset = plan.number(k, "every", 1), plan.number(k, "offset", -1)

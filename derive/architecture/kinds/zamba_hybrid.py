@@ -125,6 +125,11 @@ def read(k: Keys, spec: Spec) -> ZambaHybrid:
     # tie_word_embeddings is true (PreTrainedModel.get_expanded_tied_weights_keys): untied, every hybrid layer keeps
     # its own block, and each holds the adapters of every hybrid layer i with i % num_mem_blocks = its block_id.
     tied = k.flag("tie_word_embeddings", True)
+    if not tied and not hybrids:
+        raise CatalogError(
+            f"config for {k.name}: untied embeddings and no layers_block_type",
+            "Untied, each hybrid layer holds its own block: give layers_block_type so derive can count them",
+        )
     spare = 0
     if not tied and adapters:
         per_block = [len(range(c, hybrids, blocks)) for c in range(min(blocks, hybrids))]
