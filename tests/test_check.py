@@ -57,6 +57,9 @@ def test_check_names_the_first_layer_that_differs():
     )
     assert compare([10, 12, 12], 7, built).startswith("every layer equal; outside the layers")
     assert compare([10, 12], 5, built) == "transformers builds 3 layers where derive reads 2"
+    assert compare([10, 12, 6, 6], 5, built).endswith(
+        "in 3 layers where the config lists 4 (a layer's parts listed apart)"
+    )
     # RWKV-4's first block holds the embedding's LayerNorm (blocks.0.pre_ln), Zamba's first hybrid layer the shared
     # block: the same parameters, which derive counts with the model as a whole.
     assert compare([8, 12, 12], 7, built).startswith("equal in total to transformers 5.25.0 (XForCausalLM): 39 ")

@@ -331,6 +331,8 @@ def _listed_types(k: Keys, spec: Spec, layers: int) -> list[str]:
 def _default_types(k: Keys, plan: Spec, layers: int) -> list[str]:
     """The family's pattern when the config lists none: every n-th layer `on`, the rest `off`; or flags per layer."""
     listed = plan.sub("listed")
+    if "key" in listed and "absent" in listed and not k.has(listed.raw("key")):
+        return [listed.raw("absent")] * layers  # the key's absence means every layer (LFM2's full_attn_idxs)
     if "key" in listed:  # the layers a list key names are of another type (Mllama's cross_attention_layers)
         at = set(k.ints(listed.raw("key")))
         if any(i >= layers for i in at):
