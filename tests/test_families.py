@@ -48,7 +48,7 @@ def test_coverage_never_falls_back():
 def test_counts_equal_transformers(row):
     if row["status"] == "oracle cannot build it":
         pytest.skip(f"transformers cannot build {row['config']}: {row['oracle'].get('error', '')}")
-    if row["family"] in NOT_READ:
+    if row["family"] in NOT_READ and row["status"] != "exact":  # a family's other configs may still read exactly
         pytest.xfail(f"{row['family']} is listed in the README as not read: {row['status']}")
     assert row["status"] == "exact"
 
