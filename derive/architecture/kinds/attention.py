@@ -116,8 +116,8 @@ class Attention(Kind):
         return self.window.tokens
 
 
-def read(k: Keys, spec: Spec, window: Span) -> Attention:
-    """Heads, KV heads and head width from the shared keys; biases, norms and gates as the family entry says."""
+def read_heads(k: Keys, spec: Spec) -> tuple[int, int, int]:
+    """Query heads, KV heads and head width from the shared keys (every attention-like kind reads them so)."""
     hidden, heads = k.int("hidden_size"), k.int("num_attention_heads")
     kv_heads = 1 if spec.flag(k, "multi_query") else k.int("num_key_value_heads", heads)
     kv_heads *= spec.number(k, "kv_heads_factor", 1)  # MiMo-V2's sliding layers: twice the KV heads
@@ -134,6 +134,12 @@ def read(k: Keys, spec: Spec, window: Span) -> Attention:
         )
     else:
         head_dim = hidden // heads
+    return heads, kv_heads, head_dim
+
+
+def read(k: Keys, spec: Spec, window: Span) -> Attention:
+    """Heads, KV heads and head width from the shared keys; biases, norms and gates as the family entry says."""
+    heads, kv_heads, head_dim = read_heads(k, spec)
     return Attention(
         heads,
         kv_heads,

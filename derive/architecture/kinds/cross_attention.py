@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import sympy
 
 from derive.architecture.keys import Keys
+from derive.architecture.kinds.attention import read_heads
 from derive.architecture.kinds.base import Kind, Resolve
 from derive.architecture.spec import Spec
 from derive.symbols import Sym
@@ -62,7 +63,4 @@ class CrossAttention(Kind):
 
 
 def read(k: Keys, spec: Spec) -> CrossAttention:
-    hidden, heads = k.int("hidden_size"), k.int("num_attention_heads")
-    kv_heads = k.int("num_key_value_heads", heads)
-    k.divides("num_attention_heads", heads, k.spelt("num_key_value_heads"), kv_heads)
-    return CrossAttention(heads, kv_heads, k.int("head_dim", hidden // heads))
+    return CrossAttention(*read_heads(k, spec))
