@@ -219,6 +219,37 @@ def test_gemma3_1b_local_and_global_layers(tmp_path):
     assert r["kv_marginal_bytes_per_token"] == 4 * 1024 and r["kv_bytes_per_token"] == 26 * 1024
 
 
+def test_minimax_m3_block_sparse_layers_cache_an_index_key(tmp_path):
+    # MiniMax-M3 (nvidia/MiniMax-M3-NVFP4's text_config): 60 layers, sparse_attention_freq 0 for layers 0-2 (full
+    # attention) and 1 for layers 3-59 (57 block-sparse). Every layer caches K and V: 2 x 4 KV heads x 128 x 2 B =
+    # 2,048 B a token. A block-sparse layer also caches its indexer's one 128-wide key (sparse_index_dim; the index
+    # value is off, sparse_disable_index_value 1): 128 x 2 B = 256 B, so 2,304 B a token. It attends to only the
+    # top 16 blocks of 128 tokens (2,048), but caches every token. Full: 3 x 131,072 x 2,048; sparse: 57 x 131,072
+    # x 2,304; no window, so each further token adds 3 x 2,048 + 57 x 2,304 = 137,472 B.
+    r = _kv_at_131k(tmp_path, DATA / "minimax_m3_vl_text" / "nvidia__MiniMax-M3-NVFP4.json")
+    assert r["kv_bytes_full"] == 3 * 131072 * 2048 == 805_306_368
+    assert r["kv_bytes_bsa"] == 57 * 131072 * 2304 == 17_213_423_616
+    assert r["kv_marginal_bytes_per_token"] == 3 * 2048 + 57 * 2304 == 137_472
+    assert r["kv_bytes_per_sequence"] == 131072 * 137_472 and r["kv_fixed_bytes_per_sequence"] == 0
+
+
+def test_minimax_m3_sparse_layers_as_transformers_saves_them():
+    # MiniMaxM3VLTextConfig saves layer_types ("minimax_m3_sparse") and flat index_* keys in place of the checkpoint's
+    # sparse_attention_config: the same model. Without either, every layer is full attention (its default), and an
+    # indexer with a value path (sparse_disable_index_value 0 on a sparse layer) is refused: transformers has none.
+    raw = json.loads((DATA / "minimax_m3_vl_text" / "nvidia__MiniMax-M3-NVFP4.json").read_text())
+    sparse = raw["sparse_attention_config"]
+    flat = {k: v for k, v in raw.items() if k != "sparse_attention_config"}
+    flat["layer_types"] = ["minimax_m3_sparse" if f else "full_attention" for f in sparse["sparse_attention_freq"]]
+    flat |= {"index_n_heads": 4, "index_head_dim": 128, "index_block_size": 128, "index_topk_blocks": 16}
+    assert _read(flat)["total_params"] == _read(raw)["total_params"]
+    dense = _read({k: v for k, v in raw.items() if k != "sparse_attention_config"})
+    assert _read(raw)["total_params"] - dense["total_params"] == 57 * (6144 * 4 * 128 + 6144 * 128 + 2 * 128)
+    valued = {**raw, "sparse_attention_config": {**sparse, "sparse_disable_index_value": [0] * 60}}
+    with pytest.raises(CatalogError, match="sparse_disable_index_value"):
+        _read(valued)
+
+
 def test_gpt_oss_marginal_rate_is_the_full_layers_alone():
     # Issue 24: gpt-oss-120b reported 73.73 kB/token where, past 128 tokens, a token adds 2 x 18 x 8 x 64 x 2 B.
     # gpt-oss-20b (catalog): 12 full layers of 8 KV heads x 64: 2 x 12 x 8 x 64 x 2 B = 24,576 B a token.

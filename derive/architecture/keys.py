@@ -20,9 +20,9 @@ _LARGEST = 10**9
 
 # The shared vocabulary: a common name, then the other names families give it, tried in order.
 ALIASES: dict[str, tuple[str, ...]] = {
-    "hidden_size": ("n_embd", "d_model", "emb_dim", "model_dim", "dim"),
+    "hidden_size": ("n_embd", "d_model", "emb_dim", "model_dim", "dim", "embedding_dim"),
     "layer_types": ("attention_layers",),
-    "num_hidden_layers": ("n_layer", "n_layers", "num_layers", "decoder_layers"),
+    "num_hidden_layers": ("n_layer", "n_layers", "num_layers", "decoder_layers", "num_blocks"),
     "num_attention_heads": ("n_head", "n_heads", "num_heads", "attention_heads", "decoder_attention_heads"),
     "num_key_value_heads": ("num_kv_heads", "n_kv_heads", "n_head_kv", "multi_query_group_num"),
     "head_dim": ("attention_head_dim", "kv_channels", "head_size"),

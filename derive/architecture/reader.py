@@ -209,7 +209,8 @@ def _around_the_layers(k: Keys, spec: Spec) -> dict[str, Any]:
 def _vocab(k: Keys, spec: Spec) -> int:
     """The rows the LM head scores: vocab_size, or the key the entry's `vocab` names where the embedding is padded
     past them (Inkling 2's unpadded_vocab_size); never more than the embedding's vocab_size rows."""
-    vocab = k.int(spec.raw("vocab", "vocab_size"))
+    key = spec.raw("vocab", "vocab_size")
+    vocab = k.int(key, k.int("vocab_size"))  # a null or absent key: the head scores every row
     if vocab > k.int("vocab_size"):
         raise k.fail(spec.raw("vocab"), vocab, f"more than the {k.int('vocab_size'):,} rows of {k.spelt('vocab_size')}")
     return vocab
@@ -339,6 +340,8 @@ def _default_types(k: Keys, plan: Spec, layers: int) -> list[str]:
             raise k.fail(listed.raw("key"), max(at), f"not a layer index below {layers}")
         return [listed.raw("type") if i in at else plan.raw("all", "full") for i in range(layers)]
     flags = plan.sub("flags")
+    if "key" in flags and "absent" in flags and not k.has(flags.raw("key")):  # MiniMax-M3 with no list: all full
+        return _named(k, flags.raw("key"), [flags.raw("absent")] * layers, layers, plan)
     if "key" in flags:  # Llama 4's no_rope_layers: 1 where a layer uses RoPE (chunked), 0 where it does not (full)
         every = flags.number(k, "every", 4)
         given = k.ints(flags.raw("key"), [int((i + 1) % every != 0) for i in range(layers)], minimum=0)
