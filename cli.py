@@ -265,6 +265,17 @@ def _sheet_command(
 
 prompt_option = click.option("--prompt", type=COUNT, help=f"Prompt tokens per request. Default: {DEFAULTS['prompt']}.")
 output_option = click.option("--output", type=COUNT, help=f"Output tokens per request. Default: {DEFAULTS['output']}.")
+layout_options = (
+    click.option(
+        "--ep",
+        type=COUNT,
+        help="Expert-parallel ranks: 1 (default) splits each expert --tp ways; tp·dp places whole experts.",
+    ),
+    click.option("--pp", type=COUNT, help="Pipeline stages; --batch is then one micro-batch of each. Default: 1."),
+    click.option(
+        "--dp", type=COUNT, help="Attention data-parallel ranks sharing the routed experts (MoE). Default: 1."
+    ),
+)
 floor_option = click.option(
     "--floor", is_flag=True, default=None, help="The roofline floor alone, without the calibrated estimate."
 )
@@ -306,6 +317,7 @@ _sheet_command(
     "predict",
     "predict",
     tp_option,
+    *layout_options,
     batch_option,
     prompt_option,
     output_option,

@@ -134,7 +134,7 @@ class Derivation:
         ('batch') at the values `at`, every other input as the derivation has it, in base units.
 
         >>> r = derive.knee("llama70b")
-        >>> [round(float(t)) for t in r.curve("throughput", "batch", [1, 2])]
+        >>> [round(float(t)) for t in r.curve("throughput_floor", "batch", [1, 2])]
         [48, 95]
         """
         import numpy as np
@@ -501,6 +501,9 @@ def predict(
     *,
     config: str | Path | None = None,
     tp: int | None = None,
+    ep: int | None = None,
+    pp: int | None = None,
+    dp: int | None = None,
     batch: int | None = None,
     prompt: int | None = None,
     output: int | None = None,
@@ -511,7 +514,8 @@ def predict(
     flops: Any = None,
     memory: Any = None,
 ) -> Derivation:
-    """TTFT, TPOT, throughput and end-to-end latency: the roofline floor and the calibrated estimate.
+    """TTFT, TPOT, throughput and end-to-end latency: the roofline floor and the calibrated estimate, on tensor
+    parallelism or on any layout `derive plan` searches (ep, pp, dp; batch is then one micro-batch).
 
     >>> r = derive.predict("llama3-8b", batch=8)
     >>> r.results["tpot_floor"] < r.results["tpot"]

@@ -38,6 +38,7 @@ class Shape:
 
     heads: int
     kv_heads: int | None  # None for a latent cache, which tensor parallelism does not split
+    kv_splits: int  # the most ways tensor parallelism splits the cache (Architecture.kv_splits)
     layers: int
     experts: int  # 0 for a dense model
     moe_layers: int
@@ -53,6 +54,7 @@ def shape(model: Model) -> Shape:
     return Shape(
         heads=heads,
         kv_heads=None if latent or not kv else min(kv),
+        kv_splits=arch.kv_splits,
         layers=arch.layers,
         experts=moe.experts if moe is not None else 0,
         moe_layers=arch.count(lambda g: g.moe is not None),
@@ -60,8 +62,31 @@ def shape(model: Model) -> Shape:
 
 
 def kv_shards(s: Shape, tp: int) -> int:
-    """Ways tensor parallelism splits the cache: up to the KV heads; a latent cache not at all."""
-    return 1 if s.kv_heads is None else min(tp, s.kv_heads)
+    """Ways tensor parallelism splits the cache: up to the KV heads; a latent cache not at all (formulas/roofline.py's
+    kv_shards, for the plan's numeric search)."""
+    return min(tp, s.kv_splits)
+
+
+def tp_problem(s: Shape, tp: int) -> str | None:
+    """Why tensor parallelism of `tp` cannot split the model's heads, or None: the one rule every command, the sweep
+    and the plan apply."""
+    if s.heads and s.heads % tp:
+        return f"tp {tp} does not divide the {s.heads} query heads"
+    if s.kv_heads and s.kv_heads % tp and tp % s.kv_heads:
+        return f"tp {tp} and the {s.kv_heads} KV heads do not divide one another"
+    return None
+
+
+def check_tp(model: Model, tp: int) -> None:
+    """A one-line error where `tp` cannot split the model's heads, naming the degrees that can."""
+    s = shape(model)
+    reason = tp_problem(s, tp)
+    if reason is not None:
+        fits = [str(d) for d in (1, 2, 4, 8, 16, 32, 64) if tp_problem(s, d) is None]
+        raise DeriveError(
+            f"--tp {tp} cannot split {model.name}: {reason}",
+            "Tensor parallelism splits whole heads: use one of " + ", ".join(fits),
+        )
 
 
 def problem(s: Shape, layout: Layout, system: System) -> str | None:
@@ -71,10 +96,9 @@ def problem(s: Shape, layout: Layout, system: System) -> str | None:
         return "every degree must be at least 1"
     if tp > system.domain:
         return f"tp {tp} exceeds {system.name}'s NVLink domain of {system.domain}"
-    if s.heads and s.heads % tp:
-        return f"tp {tp} does not divide the {s.heads} query heads"
-    if s.kv_heads and s.kv_heads % tp and tp % s.kv_heads:
-        return f"tp {tp} and the {s.kv_heads} KV heads do not divide one another"
+    split = tp_problem(s, tp)
+    if split is not None:
+        return split
     if s.layers % pp:
         return f"pp {pp} does not divide the {s.layers} layers"
     if not s.experts:

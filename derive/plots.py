@@ -17,6 +17,7 @@ from derive import figures
 from derive.errors import DeriveError
 from derive.evaluation import over
 from formulas import notation as sym
+from formulas.reads import W_read
 
 
 def _library(setup: Any) -> Any:
@@ -103,7 +104,7 @@ def crossover_kv_weights(sheet: Any, setup: Any, stem: Path) -> None:
         stem,
         contexts,
         _curve(sheet, setup, sym.kv_total.symbol, sym.S, contexts),
-        float(sheet.values[sym.W]),
+        float(sheet.values.get(W_read, sheet.values[sym.W])),  # the weights the batch's step reads
         crossover if found is not None else None,
         f"{setup.model.title}, batch {setup.batch}, {setup.kv_format} cache",
     )

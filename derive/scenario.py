@@ -27,7 +27,7 @@ DEFAULTS: dict[str, Any] = {
 # Datasheet figures an input may override, each the unit it must carry.
 OVERRIDES = {"bandwidth": "byte/second", "flops": "FLOP/second", "memory": "byte", "power": "watt"}
 # Inputs passed to the Setup as they are (validated there).
-_PLAIN = ("tp", "claim", "floor", "allow_long_context")
+_PLAIN = ("tp", "ep", "pp", "dp", "claim", "floor", "allow_long_context")
 
 
 LINKS = ("nvlink", "network")  # named links: the system's NVLink, its scale-out network per accelerator

@@ -132,6 +132,14 @@ class Work:
 
         return solve(lhs, rhs, unknown, self.library, at=lambda expr: evaluate(expr, self.values, self.library))
 
+    def root(self, solution: Solution) -> sympy.Expr | None:
+        """The solution's closed form at this work's values, where it is a finite positive real; else None (no root
+        where the quantity can be: a negative batch, a complex Lambert W)."""
+        from derive.evaluation import evaluate
+
+        value = evaluate(solution.closed_form, self.values, self.library)
+        return value if value.is_finite and value.is_real and value > 0 else None
+
     def solved(
         self, solution: Solution, defines: Sym, value: sympy.Expr | None, note: str = "", result: str | None = None
     ) -> None:

@@ -172,11 +172,12 @@ def compile_combination(
     functions = {}
     for column, (expr, _) in target.outputs.items():
         functions[column] = compile_expression(expr, swept, values, library, predict=target.name == "predict")
-    # Fits when the weights and the batch's cache (at the end of its output, for the predictor) fit in n accelerators.
+    # Fits when one accelerator's share of the weights and of the batch's cache (at the end of its output, for the
+    # predictor) fits its memory (formulas/roofline.py's M_g, the check every command makes).
     held = pf.S_p.symbol + pf.S_o.symbol if target.name == "predict" else sym.S.symbol
     one_sequence = library.get("kv_bytes_per_sequence").expr.xreplace({sym.S.symbol: held})
-    needed = sym.W.symbol + sym.B.symbol * one_sequence
-    fits = compile_expression(sympy.Le(needed, sym.n.symbol * sym.M.symbol), swept, values, library, predict=False)
+    needed = library.get("memory_per_accelerator").expr.xreplace({sym.kv_seq.symbol: one_sequence})
+    fits = compile_expression(sympy.Le(needed, sym.M.symbol), swept, values, library, predict=False)
     return Compiled({"model": loaded.name, "gpu": accelerator.name, "dtype": dtype}, functions, fits, tuple(axes))
 
 
@@ -255,16 +256,12 @@ class Grid:
 
 def check(grid: Grid) -> None:
     """Refuse a grid some point of which no command would run (a --tp that splits a head), before any output."""
+    from derive.layouts import check_tp
+
     for model in grid.categorical["model"]:
         loaded = load_model(model) if isinstance(model, str) else model
-        heads = loaded.config.heads
-        bad = [tp for tp in grid.numeric.get("tp", [grid.defaults.get("tp", 1)]) if heads % tp]
-        if bad:
-            raise DeriveError(
-                f"--tp {bad[0]} does not divide the {heads} attention heads of {loaded.name}",
-                "Tensor parallelism splits whole heads: use divisors of the head count, such as "
-                + ",".join(str(d) for d in (1, 2, 4, 8, 16) if heads % d == 0),
-            )
+        for tp in grid.numeric.get("tp", [grid.defaults.get("tp", 1)]):
+            check_tp(loaded, int(tp))
 
 
 def evaluate_grid(target: Target, grid: Grid, chunk: int = CHUNK) -> Iterator[tuple[dict[str, str], dict[str, Any]]]:

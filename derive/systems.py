@@ -69,13 +69,15 @@ def system_for(gpu: Gpu) -> System:
 
 def _system(name: str, entry: dict[str, Any]) -> System:
     where = f"systems.toml [{name}]"
-    load_gpu(entry["gpu"])  # a system names a catalog accelerator
+    gpu = load_gpu(entry["gpu"])  # a system names a catalog accelerator, whose link is its NVLink
+    if gpu.link is None:
+        raise CatalogError(f"{where}: {gpu.name} has no link in gpus.toml", "Give it one, or leave it out of systems")
     return System(
         name=name,
         title=entry["title"],
         gpu=entry["gpu"],
         domain=int(entry["domain"]),
-        nvlink=parse_quantity(entry["nvlink"], "byte/second", f"{where} nvlink"),
+        nvlink=gpu.link,
         network=parse_quantity(entry["network"], "byte/second", f"{where} network"),
         network_note=entry.get("network_note", ""),
         source=entry["source"],

@@ -13,10 +13,10 @@ the floor. The fitted values per accelerator are in formulas/calibration.json
 import sympy
 
 from derive.library import formula
-from derive.symbols import Sym, define
+from derive.symbols import Sym, alias, define
 from formulas.collectives import over_link, ring_allreduce
 from formulas.flops import F_att
-from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, d_ff, kv_total, n, tau
+from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, d_ff, kv_total, n, s_kv, tau
 from formulas.reads import W_pre, W_read
 from formulas.sharding import BW_link, b_a, v_d
 
@@ -144,12 +144,13 @@ t_N = define(
     "extra time of a decode step's routed-expert GEMMs for being narrow",
 )
 t_cal = define(
-    "calibrated_step_time",
-    "t_calstep",
+    "tpot",
+    "TPOT",
     "second",
-    r"t_{cal}",
-    "decode step time at the fitted efficiencies: the calibrated TPOT",
+    r"\mathrm{TPOT}",
+    "time per output token: one decode step at the fitted efficiencies (the floor is tpot_floor)",
 )
+alias("calibrated_step_time", t_cal)
 
 # The terms of the prompt pass.
 t_arp = define(
@@ -176,8 +177,13 @@ t_Np = define(
     "extra time of the prompt pass's routed-expert GEMMs for being narrow",
 )
 t_calp = define(
-    "calibrated_ttft", "t_calttft", "second", r"\mathrm{TTFT}_{cal}", "prompt pass time at the fitted efficiencies"
+    "ttft",
+    "TTFT",
+    "second",
+    r"\mathrm{TTFT}",
+    "time to first token: the prompt pass at the fitted efficiencies (the floor is ttft_floor)",
 )
+alias("calibrated_ttft", t_calp)
 
 _MEGATRON = (
     "Megatron tensor parallelism sums each layer's attention and MLP outputs with one all-reduce each "
@@ -228,8 +234,8 @@ decode_gemm_time = formula(
 )
 kv_read_time = formula(
     t_K,
-    _split(kv_total.symbol, eta_kv, BW),
-    "Each step reads every cached token of every sequence once, split over n accelerators.",
+    kv_total.symbol / (s_kv.symbol * eta_kv.symbol * BW.symbol),
+    "Each step reads every cached token of every sequence once, split over the s_kv shards of its KV heads.",
 )
 decode_attention_compute_time = formula(
     t_A,
@@ -294,8 +300,8 @@ prefill_gemm_time = formula(
 )
 prefill_kv_write_time = formula(
     t_Kp,
-    _split(B.symbol * K_pr.symbol, eta_kv, BW),
-    "The prompt pass writes each prompt token's KV once.",
+    B.symbol * K_pr.symbol / (s_kv.symbol * eta_kv.symbol * BW.symbol),
+    "The prompt pass writes each prompt token's KV once, each accelerator its shard of the KV heads.",
 )
 prefill_attention_time = formula(
     t_Ap,
@@ -321,15 +327,17 @@ calibrated_ttft = formula(
 
 # What a user plans with.
 R_cal = define(
-    "calibrated_throughput",
+    "throughput",
     "R_cal",
     "token/second",
     r"R_{cal}",
-    "decode tokens per second, all sequences, at the calibrated step",
+    "decode tokens per second, all sequences, at the calibrated step (the ceiling is throughput_floor)",
 )
+alias("calibrated_throughput", R_cal)
 e2e_cal = define(
-    "calibrated_e2e_latency", "T_e2ecal", "second", r"T_{e2e,cal}", "end-to-end latency of a request, calibrated"
+    "e2e_latency", "T_e2e", "second", r"T_{e2e}", "end-to-end latency of a request, calibrated (e2e_latency_floor)"
 )
+alias("calibrated_e2e_latency", e2e_cal)
 calibrated_throughput = formula(R_cal, B.symbol * tau.symbol / t_cal.symbol, "Every sequence gains tau tokens a step.")
 calibrated_e2e_latency = formula(
     e2e_cal, t_calp.symbol + S_o.symbol * t_cal.symbol / tau.symbol, "The prompt pass, then S_o/tau decode steps."

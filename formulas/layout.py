@@ -23,7 +23,7 @@ from formulas import calibrated as cal
 from formulas.collectives import exchange, over_link, ring_allreduce
 from formulas.energy import P_acc
 from formulas.flops import F_att
-from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, W, k_e, kv_seq, kv_total, n, tau
+from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, W, k_e, kv_seq, kv_total, n, s_kv, tau
 from formulas.reads import W_pre, W_read
 from formulas.sharding import b_a, v_d
 
@@ -35,7 +35,6 @@ dp = define("dp", "d_a", "", r"d_{a}", "attention data-parallel ranks sharing on
 ep = define("ep", "e", "", "e", "expert-parallel ranks: 1 splits each expert n ways, n·d places experts whole")
 N_L = define("layout_accelerators", "N_L", "", r"N_{L}", "accelerators one copy of the model runs on")
 B_L = define("layout_sequences", "B_L", "sequence", r"B_{L}", "sequences the layout decodes at once (p micro-batches)")
-s_kv = define("kv_shards", "s_kv", "", r"s_{kv}", "ways tensor parallelism splits the cache (min(n, n_kv); 1 for MLA)")
 L_a = define("alltoall_layers", "L_a", "", r"L_{a}", "layers whose experts are reached by all-to-all (0 unless e > 1)")
 W_E = define("routed_expert_bytes", "W_E", "byte", r"W_{E}", "bytes of the routed experts' weights, stored")
 BW_tp = define("tp_link_bandwidth", "BW_tp", "byte/second", r"BW_{tp}", "one-way link of the tensor-parallel group")

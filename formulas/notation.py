@@ -184,6 +184,10 @@ BW = define("bandwidth", "BW", "byte/second", r"BW", "memory bandwidth of one ac
 P = define("peak_flops", "P", "FLOP/second", "P", "peak dense FLOP/s of one accelerator in the compute dtype")
 M = define("memory", "M", "byte", "M", "memory of one accelerator")
 n = define("tp", "n", "", "n", "tensor-parallel degree (accelerators sharing each layer)")
+h_kv = define(
+    "kv_splits", "h_kv", "", r"h_{kv}", "most ways tensor parallelism splits the cache: its KV heads (1 for a latent)"
+)
+s_kv = define("kv_shards", "s_kv", "", r"s_{kv}", "ways tensor parallelism splits the cache: min(n, h_kv)")
 
 # Derived quantities (defined in memory.py, flops.py, roofline.py).
 W = define("weight_bytes", "W", "byte", "W", "bytes of weights")
@@ -223,7 +227,7 @@ F = define("weight_flops_per_token", "F", "FLOP/token", "F", "matmul FLOPs per t
 t_mem = define("memory_time", "t_mem", "second", r"t_{mem}", "time to read the step's bytes from memory")
 t_comp = define("compute_time", "t_comp", "second", r"t_{comp}", "time for the step's FLOPs at peak")
 t_step = define("step_time", "t_step", "second", r"t_{step}", "decode step time (roofline)")
-R = define("throughput", "R", "token/second", "R", "tokens per second, all sequences together")
+R = define("throughput_floor", "R", "token/second", "R", "tokens per second, all sequences, at the roofline step time")
 B_max = define(
     "max_batch_by_memory", "B_max", "sequence", r"B_{max}", "most sequences the memory holds beside the weights"
 )
@@ -231,6 +235,14 @@ B_knee = define("knee_batch", "B_knee", "sequence", r"B_{knee}", "batch where co
 S_knee = define("knee_context_limit", "S_knee", "token/sequence", r"S_{knee}", "context above which no knee exists")
 R_max = define(
     "throughput_ceiling", "R_inf", "token/second", r"R_{\infty}", "throughput as the batch grows without bound"
+)
+B_half = define(
+    "half_ceiling_batch",
+    "B_half",
+    "sequence",
+    r"B_{1/2}",
+    "batch where memory-bound throughput is half its ceiling: the cache read equals the weights the step reads "
+    "(solved in derive knee)",
 )
 R_at_max = define(
     "throughput_at_max_batch", "R_Bmax", "token/second", r"R(B_{max})", "throughput at the largest batch memory holds"

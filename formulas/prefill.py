@@ -7,7 +7,7 @@ import sympy
 
 from derive.library import formula
 from derive.symbols import define
-from formulas.notation import BW, B, F, F_pre, K_pr, P, S_o, S_p, a, k, n, t_step, tau
+from formulas.notation import BW, B, F, F_pre, K_pr, P, S_o, S_p, a, k, n, s_kv, t_step, tau
 from formulas.reads import W_pre
 
 eta_bw = define("bandwidth_efficiency", "eta_bw", "", r"\eta_{bw}", "fraction of peak bandwidth achieved")
@@ -16,10 +16,18 @@ t_pm = define(
     "prefill_memory_time", "t_pm", "second", r"t_{pm}", "prefill time to read weights and write the prompt's KV"
 )
 t_pc = define("prefill_compute_time", "t_pc", "second", r"t_{pc}", "prefill time for the prompt's FLOPs")
-ttft = define("ttft", "TTFT", "second", r"\mathrm{TTFT}", "time to first token: the prefill pass")
-tpot = define("tpot", "TPOT", "second", r"\mathrm{TPOT}", "time per output token: one decode step")
-e2e = define("e2e_latency", "T_e2e", "second", r"T_{e2e}", "end-to-end latency of a request")
-R_dec = define("decode_throughput", "R_dec", "token/second", r"R_{dec}", "decode tokens per second, all sequences")
+# Floors: peak figures, at the efficiencies below (1 unless set). The calibrated TTFT and TPOT, the estimates a
+# server reaches, are formulas/calibrated.py's `ttft` and `tpot`: one name for each, never one name for both.
+ttft = define(
+    "ttft_floor", "TTFT_f", "second", r"\mathrm{TTFT}_{floor}", "floor of the time to first token: the prompt pass"
+)
+tpot = define(
+    "tpot_floor", "TPOT_f", "second", r"\mathrm{TPOT}_{floor}", "floor of the time per output token: one decode step"
+)
+e2e = define("e2e_latency_floor", "T_e2ef", "second", r"T_{e2e,floor}", "floor of a request's end-to-end latency")
+R_dec = define(
+    "decode_throughput", "R_dec", "token/second", r"R_{dec}", "decode tokens per second at the floor's step time"
+)
 S_pref = define(
     "compute_bound_prompt_tokens",
     "S_pc",
@@ -40,8 +48,9 @@ prefill_attention_flops_per_token = formula(
 
 prefill_memory_time = formula(
     t_pm,
-    (W_pre.symbol + B.symbol * K_pr.symbol) / (n.symbol * eta_bw.symbol * BW.symbol),
-    "The prompt pass reads the weights it multiplies through once and writes each prompt token's KV.",
+    (W_pre.symbol / n.symbol + B.symbol * K_pr.symbol / s_kv.symbol) / (eta_bw.symbol * BW.symbol),
+    "The prompt pass reads the weights it multiplies through once and writes each prompt token's KV, each "
+    "accelerator its share.",
 )
 
 prefill_compute_time = formula(

@@ -1,7 +1,8 @@
 """The decode roofline: step time, throughput and the memory ceiling on n accelerators.
 
-Tensor parallelism over n accelerators is taken as ideal: weights, KV cache and
-FLOPs split evenly, communication not counted (formulas/sharding.py adds it).
+Tensor parallelism over n accelerators splits the weights and FLOPs evenly, and the cache up to
+its KV heads: past them serving engines copy heads, and a latent (MLA) cache is whole on every
+accelerator (s_kv = min(n, h_kv)). Communication is not counted here (formulas/layout.py adds it).
 A step reads W_read, not W: what it multiplies through (formulas/reads.py).
 """
 
@@ -10,14 +11,22 @@ import sympy
 from derive.library import formula
 from derive.symbols import define
 from formulas.flops import F_att
-from formulas.notation import BW, B, B_max, F, M, P, R, W, kv_seq, kv_total, n, t_comp, t_mem, t_step, tau
+from formulas.notation import BW, B, B_max, F, M, P, R, W, h_kv, kv_seq, kv_total, n, s_kv, t_comp, t_mem, t_step, tau
 from formulas.reads import W_read
+
+kv_shards = formula(
+    s_kv,
+    sympy.Min(n.symbol, h_kv.symbol),
+    "Tensor parallelism gives each accelerator whole KV heads: past h_kv of them the heads are copied, and a latent "
+    "cache has none to split (vLLM's and SGLang's attention backends).",
+)
 
 memory_time = formula(
     t_mem,
-    (W_read.symbol + kv_total.symbol) / (n.symbol * BW.symbol),
+    (W_read.symbol / n.symbol + kv_total.symbol / s_kv.symbol) / BW.symbol,
     "Each decode step reads the weights it multiplies through (the experts its tokens touch, the embedding "
-    "rows it gathers) and the batch's KV cache once (scaling-book, 'All About Transformer Inference').",
+    "rows it gathers) and the batch's KV cache once, each accelerator its shard (scaling-book, 'All About "
+    "Transformer Inference').",
 )
 
 compute_time = formula(
@@ -34,22 +43,23 @@ step_time = formula(
 
 throughput = formula(R, B.symbol * tau.symbol / t_step.symbol, "Every sequence gains tau tokens per step.")
 
-max_batch_by_memory = formula(
-    B_max,
-    sympy.Max(sympy.floor((n.symbol * M.symbol - W.symbol) / kv_seq.symbol), 0),
-    "Memory left after the weights, divided by one sequence's cache; none where the weights alone do not fit.",
+M_g = define(
+    "memory_per_accelerator",
+    "M_g",
+    "byte",
+    r"M_{g}",
+    "bytes one accelerator holds: its share of the weights and of the batch's cache",
+)
+memory_per_accelerator = formula(
+    M_g,
+    W.symbol / n.symbol + B.symbol * kv_seq.symbol / s_kv.symbol,
+    "Tensor parallelism gives each accelerator 1/n of the weights and 1/s_kv of every sequence's cache; the batch "
+    "fits where this is at most M (the ceiling B_max solves it for B).",
 )
 
-B_half = define(
-    "half_ceiling_batch",
-    "B_half",
-    "sequence",
-    r"B_{1/2}",
-    "batch where the batch's cache equals the weights: memory-bound throughput at half its ceiling",
-)
-half_ceiling_batch = formula(
-    B_half,
-    W.symbol / kv_seq.symbol,
-    "Memory-bound, R = n·BW·B/(W + B·K_seq): a hyperbola rising to n·BW/K_seq, at half of it where B·K_seq = W "
-    "(its knee; a large batch reads every weight, so W, not the batch-1 reads).",
+max_batch_by_memory = formula(
+    B_max,
+    sympy.Max(sympy.floor((M.symbol - W.symbol / n.symbol) * s_kv.symbol / kv_seq.symbol), 0),
+    "One accelerator's memory left after its share of the weights, divided by its shard of one sequence's cache; "
+    "none where the weights alone do not fit.",
 )

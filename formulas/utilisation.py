@@ -8,7 +8,7 @@ could do in the time it took. They need a measured step time; the roofline
 from derive.library import formula
 from derive.symbols import define
 from formulas.flops import F_att
-from formulas.notation import BW, B, F, P, kv_total, n, t_step, tau
+from formulas.notation import BW, B, F, P, kv_total, n, s_kv, t_step, tau
 from formulas.reads import W_read
 
 t_meas = define("measured_step_time", "t_meas", "second", r"t_{meas}", "decode step time measured on the server")
@@ -30,9 +30,9 @@ t_gap = define("unexplained_time", "t_gap", "second", r"t_{gap}", "measured step
 
 step_bytes_per_gpu = formula(
     D_gpu,
-    (W_read.symbol + kv_total.symbol) / n.symbol,
-    "A decode step reads the weights it multiplies through and the batch's KV cache once, split evenly over n "
-    "accelerators (ideal TP).",
+    W_read.symbol / n.symbol + kv_total.symbol / s_kv.symbol,
+    "A decode step reads the weights it multiplies through, split over n accelerators, and the batch's KV cache "
+    "once, split over the s_kv shards of its KV heads.",
 )
 
 step_flops = formula(

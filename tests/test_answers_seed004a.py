@@ -92,7 +92,7 @@ def test_flops_per_token_re_derives():
 # Seed 004, question 3: prefill turns compute-bound "after a few hundred tokens on an H100".
 def test_prefill_crossover_is_a_few_hundred_tokens():
     assert 100 < value("prefill-crossover", "compute_bound_prompt_tokens") < 1000
-    assert value("prefill-crossover", "ttft") == value("prefill-crossover", "prefill_compute_time")
+    assert value("prefill-crossover", "ttft_floor") == value("prefill-crossover", "prefill_compute_time")
 
 
 def test_prefill_crossover_re_derives():
@@ -103,7 +103,7 @@ def test_prefill_crossover_re_derives():
     assert value("prefill-crossover", "compute_bound_prompt_tokens", gpu="h100-pcie") > value(
         "prefill-crossover", "compute_bound_prompt_tokens"
     )
-    assert value("prefill-crossover", "ttft", gpu="b200") < value("prefill-crossover", "ttft")
+    assert value("prefill-crossover", "ttft_floor", gpu="b200") < value("prefill-crossover", "ttft_floor")
 
 
 # Seed 004, question 4: intensity "fixed at the query-to-KV head ratio"; MLA "within a hair of the H100 ridge".

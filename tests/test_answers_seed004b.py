@@ -70,9 +70,11 @@ def test_slow_8b_floor_is_the_seeds(built):
 
 def test_kv_crossover_equals_weights_and_an_h200(built):
     # Seed 004 Q10: the crossover "lines up exactly with something else on the GPU": the H200's memory.
+    # Issue 25: the cache equals the weights a step of 16 reads: Llama 3 70B's 70,553,706,496 parameters (published)
+    # less its 128,256 x 8,192 input embedding, plus the 16 rows gathered, two bytes each.
     r = built["kv-weight-crossover"].results
-    assert r["kv_bytes_at_crossover"].value == r["weight_bytes"].value
-    assert abs(float(r["cache_memory_share"].value) - 1) < 0.01
+    assert r["kv_bytes_at_crossover"].value == 2 * (70_553_706_496 - 128_256 * 8_192 + 16 * 8_192)
+    assert abs(float(r["cache_memory_share"].value) - 1) < 0.02
     assert 26_000 < float(r["crossover_context"].value) < 28_000
 
 

@@ -16,6 +16,7 @@ from derive.catalog import load_model
 from derive.derivations.common import model_library
 from derive.evaluation import evaluate
 from formulas import notation as sym
+from formulas.reads import W_read
 
 ORACLE = {
     k: v
@@ -132,14 +133,14 @@ def test_a_window_means_the_kv_may_never_overtake_the_weights():
 
 
 def test_a_window_crossover_solved_on_its_piece():
-    # gpt-oss at batch 16: the window's 12 layers are capped, so K = 16 (12·128·2,048 + S·12·2,048) = W, S on
-    # the piece S >= 128.
+    # gpt-oss at batch 16: the window's 12 layers are capped, so K = 16 (12·128·2,048 + S·12·2,048) = W_read (the
+    # weights a step of 16 reads: the experts they touch, the rows they gather), S on the piece S >= 128.
     from derive.derivations.common import Setup
     from derive.derivations.costs import crossover_kv_weights
 
     sheet = crossover_kv_weights(Setup(model=load_model("gpt-oss-20b"), batch=16))
     context = sheet.results["crossover_context"].value
-    weights = sheet.values[sym.W]
+    weights = sheet.values[W_read]
     assert 16 * (12 * 128 * 2048 + context * 12 * 2048) == weights
     assert context > 128
 

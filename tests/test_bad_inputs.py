@@ -138,7 +138,7 @@ COMMANDS = [
     (["kv", "--model", "gpt2", "--batch", "1e-3"], "must be a whole number, got 1e-3"),
     (["kv", "--model", "gpt2", "--context", "0"], "must be a whole number of at least 1, got 0"),
     (["knee", "--model", "llama70b", "--tp", "0"], "must be a whole number of at least 1, got 0"),
-    (["knee", "--model", "llama70b", "--tp", "3"], "--tp 3 does not divide the 64 attention heads"),
+    (["knee", "--model", "llama70b", "--tp", "3"], "--tp 3 cannot split llama3-70b: tp 3 does not divide the 64 query"),
     (["knee", "--model", "llama70b", "--bandwidth", "3 TFLOP/s"], "is a compute rate (FLOP/second), not a bandwidth"),
     (["knee", "--model", "llama70b", "--bandwidth", "3"], "--bandwidth '3' has no unit"),
     (["knee", "--model", "llama70b", "--bandwidth", "-3 TB/s"], "--bandwidth '-3 TB/s' must be positive"),
@@ -154,7 +154,7 @@ COMMANDS = [
     (["knee", "--model", "llama70b", "--context", "100000000"], "is beyond the 8,192 positions of llama3-70b"),
     (
         ["knee", "--model", "llama70b", "--context", "100000000", "--allow-long-context"],
-        "attention heads split at most 64 ways",
+        "its heads split at most 64 ways",
     ),
     (["knee", "--model", "llama70b", "--gpu", "a100", "--dtype", "fp8"], "a100 has no fp8 peak"),
     (["eval", "weight_bytez", "--model", "gpt2"], "unknown formula 'weight_bytez'. Did you mean 'weight_bytes'?"),

@@ -148,18 +148,25 @@ def test_a_realistic_figure_stands_beside_the_floor(question):
 
 
 @pytest.mark.parametrize(
-    ("command", "says"),
+    ("command", "shards"),
     [
-        (["knee", "--model", "deepseek-v3", "--gpu", "h200"], "an MLA latent has no heads to split"),
-        (["predict", "--model", "qwen3-30b-a3b", "--tp", "8"], "tp=8 exceeds the 4 KV heads"),
-        (["energy", "--model", "qwen3-30b-a3b", "--tp", "8"], "tp=8 exceeds the 4 KV heads"),
+        (["knee", "--model", "deepseek-v3", "--gpu", "h200", "--json"], 1),  # an MLA latent: whole on every rank
+        (["predict", "--model", "qwen3-30b-a3b", "--tp", "8", "--json"], 4),  # 4 KV heads: copied past them
+        (["energy", "--model", "qwen3-30b-a3b", "--tp", "8", "--json"], 4),
+        (["predict", "--model", "llama3-70b", "--tp", "4", "--json"], 4),
     ],
 )
-def test_sheets_on_many_accelerators_say_when_the_cache_does_not_split(run, command, says):
-    """Issue 15's sanity checks: the KV-head replication under tensor parallelism, in every sheet that has n."""
+def test_sheets_on_many_accelerators_hold_the_cache_as_served(run, command, shards):
+    """Issue 25: the cache splits over min(tp, KV heads) shards in every sheet that has n (a latent over none), so no
+    sheet needs a note that its own figures are off for the layout."""
+    import json
+
     result = run(*command)
     assert result.exit_code == 0, result.stderr
-    assert says in result.stdout
+    payload = json.loads(result.stdout)
+    assert not any("assumed here" in note or "larger than assumed" in note for note in payload["notes"])
+    plain = run(*command[:-1]).stdout
+    assert "s_kv = Min(h_kv, n)" in plain and "= " + str(shards) in plain.split("s_kv = Min(h_kv, n)")[1][:200]
 
 
 @pytest.mark.parametrize(

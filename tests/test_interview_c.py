@@ -23,9 +23,11 @@ def test_vendor_aggregate_reading_leaves_each_user_below_the_floor():
     wrong = _wrong("vendor-claim", "each")
     assert _value(wrong, "each") * _value(wrong, "users") == _value(wrong, "claim")
     assert _value(wrong, "each") < _value(wrong, "floor")
-    # The bandwidth floor grows in proportion to the accelerators (the question's tp is 1).
+    # The bandwidth floor grows with the accelerators (the question's tp is 1), a little less than in proportion:
+    # past Llama 3 70B's 8 KV heads each accelerator keeps a copy of its heads' cache.
     follow = _answer("vendor-claim").follow_up.answer  # type: ignore[union-attr]
-    assert _value(follow, "floor_tp") == _value(follow, "floor") * _value(follow, "n_tp")
+    proportional = _value(follow, "floor") * _value(follow, "n_tp")
+    assert 0.95 * proportional < _value(follow, "floor_tp") < proportional
     assert _value(follow, "real_tp") < _value(follow, "claim") <= _value(follow, "floor_tp")
 
 

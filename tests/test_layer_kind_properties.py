@@ -18,6 +18,7 @@ from derive.derivations.common import Setup, model_library
 from derive.derivations.costs import crossover_kv_weights
 from derive.evaluation import evaluate
 from formulas import notation as sym
+from formulas.reads import W_read
 
 EXAMPLES = 5000 if os.environ.get("HYPOTHESIS_PROFILE") == "long" else 40
 
@@ -127,7 +128,7 @@ def test_crossover_satisfies_its_equation_or_none_exists(raw, batch):
     model = _model(raw)
     sheet = crossover_kv_weights(Setup(model=model, batch=batch))
     context = sheet.results["crossover_context"].value
-    weights = sheet.values[sym.W]
+    weights = sheet.values[W_read]  # the weights the batch's step reads
     if context is None:  # a numeric search agrees: no context makes the batch's cache equal the weights
         shortest, longest = batch * _cache(model, 1), batch * _cache(model, 1 << 40)
         assert shortest >= weights or longest < weights

@@ -38,5 +38,5 @@ def test_the_notebook_runs_and_shows_what_it_computes(tmp_path):
         assert name in text
     assert (tmp_path / "knees.png").stat().st_size > 0
     # The solved batch the notebook shows is the one the API computes.
-    batch = derive.solve("tpot = 20 ms", "batch", "llama3-70b", tp=4).results["batch"]
+    batch = derive.solve("tpot_floor = 20 ms", "batch", "llama3-70b", tp=4).results["batch"]
     assert f"{batch.magnitude:.6g}" in text.replace("\n", "")

@@ -24,6 +24,10 @@ VALUES = {
     "--check": [],
     "--json": [],
     "--tp": ["4"],
+    # A layout beyond tensor parallelism, each degree with the others it needs (on the MoE base below).
+    "--pp": ["2", "--tp", "1"],
+    "--ep": ["8", "--dp", "8", "--tp", "1"],
+    "--dp": ["4", "--ep", "8", "--tp", "2"],
     "--tokens": ["64"],
     "--link": ["50 GB/s"],
     "--claim": ["2000 token/s"],
@@ -73,6 +77,8 @@ def _cases():  # type: ignore[no-untyped-def]
         base = list(path) + BASE.get(name, ["--model", "llama3-8b"])
         if name == "shard":
             base += ["--tp", "2"]
+        if name == "predict":  # expert and attention data parallelism mean something for a mixture of experts
+            base = ["predict", "--model", "mixtral-8x7b"]
         for option in sorted(o for o in options - SEPARATE if o.startswith("--")):
             if name == "sweep":
                 # The sweep reads what its target reads: energy per token is the one that reads the power.

@@ -143,6 +143,7 @@ class _Symbols:
 def model_formulas(arch: Architecture) -> ModelFormulas:
     """The parameter breakdown, totals and per-kind cost formulas of one architecture."""
     syms = _Symbols(arch)
+    syms.values[n.h_kv] = arch.kv_splits
     d, V = n.d.symbol, n.V.symbol
     embedding = V * d + (n.n_pos.symbol * d if arch.positions else 0) + (n.n_xr.symbol * d if arch.extra_rows else 0)
     if arch.positions:

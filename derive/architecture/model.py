@@ -96,6 +96,15 @@ class Architecture:
         return mixer.kv_head_count() if mixer is not None else self.heads
 
     @property
+    def kv_splits(self) -> int:
+        """The most ways tensor parallelism splits the cache: a latent or shared head not at all, else the fewest KV
+        heads any layer keeps (past them serving engines copy heads, vLLM and SGLang), else the recurrent heads."""
+        if any(m.whole_cache for m in self.mixers):
+            return 1
+        kv = [m.kv_head_count() for m in self.mixers if m.kv_head_count()]
+        return min(kv) if kv else max(self.heads, 1)
+
+    @property
     def head_dim(self) -> int:
         mixer = self.attention
         return mixer.head_width() if mixer is not None else 0

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import sympy
 
-from derive.derivations.common import Setup, accelerator, decode_inputs, parallelism, start
+from derive.derivations.common import Setup, accelerator, decode_inputs, held_per_accelerator, parallelism, start
 from derive.errors import DeriveError
-from derive.evaluation import evaluate, over
+from derive.evaluation import over
 from derive.sheet import Sheet
 from derive.simulate import POLICIES, Outcome, StepTimes, simulate, workload
 from derive.units import format_quantity
@@ -41,14 +41,12 @@ def step_times(setup: Setup, traffic: Traffic) -> tuple[Sheet, StepTimes]:
     work.compute(work.library.get("kv_bytes_per_sequence"))
     n = parallelism(work, setup, gpu)
     # Every seat may hold a prompt and its longest reply: they must fit beside the weights.
-    at_end = {**work.values, sym.S: sympy.Integer(setup.prompt + traffic.longest)}
-    one_seat = evaluate(work.library.get("kv_bytes_per_sequence").expr, at_end, work.library)
-    needed = work.values[sym.W] + traffic.seats * one_seat
-    if needed > n * gpu.memory:
+    needed = held_per_accelerator(work.values, work.library, traffic.seats, setup.prompt + traffic.longest)
+    if needed > gpu.memory:
         raise DeriveError(
             f"{traffic.seats:,} seats of {setup.prompt:,}-token prompts and replies up to {traffic.longest:,} tokens "
-            f"need {format_quantity(needed, 'byte')} with the weights, more than the "
-            f"{format_quantity(n * gpu.memory, 'byte')} of {n} x {gpu.name}",
+            f"need {format_quantity(needed, 'byte')} of each of {n} x {gpu.name} with the weights, more than its "
+            f"{format_quantity(gpu.memory, 'byte')}",
             "Use a smaller --batch, shorter --replies or a larger --tp",
         )
     work.given(pf.S_p, setup.prompt, "--prompt")
@@ -66,7 +64,7 @@ def step_times(setup: Setup, traffic: Traffic) -> tuple[Sheet, StepTimes]:
         "step_time",
         "prefill_memory_time",
         "prefill_compute_time",
-        "ttft",
+        "ttft_floor",
     ):
         work.compute(work.library.get(name))
     decode = over(sym.t_step.symbol, sym.B, work.values, work.library)

@@ -52,7 +52,7 @@ def claim(setup: Setup) -> Sheet:
 
     work.heading("What would have to be true")
     bits = work.solve(cl.r_floor.symbol, cl.r_claim.symbol, sym.b_w)
-    needed = _positive(evaluate(bits.closed_form, work.values, work.library))
+    needed = work.root(bits)
     work.solved(bits, cl.b_w_req, needed, "" if needed else "no weight format: one sequence's cache alone is too slow")
     if needed is not None:
         work.compute(work.library.get("required_bits_per_weight"), "required_bits_per_weight")
@@ -68,7 +68,7 @@ def claim(setup: Setup) -> Sheet:
     _aggregate(work, setup, n)
 
     work.note(
-        "roofline floor: peak bandwidth, ideal tensor parallelism, no communication or kernel overheads; "
+        "roofline floor: peak bandwidth, tensor parallelism without its communication, no kernel overheads; "
         "a real server is slower, so a claim above the floor cannot hold as stated"
     )
     model_notes(work, setup)
@@ -92,7 +92,7 @@ def _aggregate(work: Work, setup: Setup, n: int) -> None:
     """The claimed figure read as aggregate tokens/s: the batch at which the bandwidth-bound rate meets it."""
     work.given(cl.R_claim, setup.claim, "--claim, read as all users together", inline=True)
     batch = work.solve(cl.R_mem.symbol, cl.R_claim.symbol, sym.B)
-    at = _positive(evaluate(batch.closed_form, work.values, work.library))
+    at = work.root(batch)
     work.solved(batch, cl.B_claim, at, "" if at else "no batch: the cache reads outgrow the weights' share")
     if at is None:
         return
@@ -113,7 +113,3 @@ def _aggregate(work: Work, setup: Setup, n: int) -> None:
             f"the weights and one sequence do not fit in {n} x {format_quantity(work.values[sym.M], 'byte')}: "
             f"the claimed hardware cannot hold the model in {setup.dtype} at all"
         )
-
-
-def _positive(value: sympy.Expr) -> sympy.Expr | None:
-    return value if value.is_finite and value.is_real and value > 0 else None

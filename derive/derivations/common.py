@@ -29,6 +29,9 @@ class Setup:
     context: int = 2048
     batch: int = 1
     tp: int | None = None
+    ep: int = 1  # expert-parallel ranks: 1 splits each expert tp ways; tp·dp places experts whole (predict)
+    pp: int = 1  # pipeline stages, each holding L/pp layers and its own micro-batch of `batch` (predict)
+    dp: int = 1  # attention data-parallel ranks sharing one copy of the routed experts (predict)
     prompt: int = 2048  # prompt tokens (predict)
     output: int = 256  # output tokens (predict)
     tokens: int = 1  # tokens through a layer at once (shard)
@@ -43,17 +46,14 @@ class Setup:
     def __post_init__(self) -> None:
         from derive import validate
 
-        for name in ("context", "batch", "tp", "prompt", "output", "tokens"):
+        for name in ("context", "batch", "tp", "ep", "pp", "dp", "prompt", "output", "tokens"):
             value = getattr(self, name)
             if value is not None and isinstance(value, (int, str, float)):  # internal sympy values are derived
                 object.__setattr__(self, name, validate.count(value, name))
-        heads = self.model.config.heads
-        if self.tp is not None and heads % self.tp:
-            raise DeriveError(
-                f"--tp {self.tp} does not divide the {heads} attention heads of {self.model.name}",
-                "Tensor parallelism splits whole heads: use a divisor of the head count, such as "
-                + ", ".join(str(d) for d in (1, 2, 4, 8, 16) if heads % d == 0),
-            )
+        if self.tp is not None and isinstance(self.tp, int):
+            from derive.layouts import check_tp
+
+            check_tp(self.model, self.tp)
 
     def check_context(self) -> Setup:
         """Refuse a context the user gave past the config's positions, unless allow_long_context (the builders
@@ -86,7 +86,13 @@ class Setup:
             out["gpu"] = self.gpu.name
         if self.tp is not None:
             out["tp"] = self.tp
+        out.update({k: v for k, v in (("ep", self.ep), ("pp", self.pp), ("dp", self.dp)) if v != 1})
         return out
+
+    @property
+    def plain_tp(self) -> bool:
+        """Tensor parallelism alone (Layout(tp)): the layout formulas reduce to the roofline's and calibrated's."""
+        return (self.ep, self.pp, self.dp) == (1, 1, 1)
 
 
 def model_library(model: Model) -> Library:
@@ -129,11 +135,10 @@ def model_notes(work: Work, setup: Setup) -> None:
 
 def sanity_notes(work: Work, setup: Setup) -> None:
     """The checks every sheet shares, each said only where the sheet's own values fall outside it: the experts a
-    batch touches, the memory that holds the batch, a cache tensor parallelism cannot split as assumed (the
-    context past the config's positions is said in model_notes)."""
+    batch touches, the memory that holds the batch (the context past the config's positions is said in
+    model_notes)."""
     expert_coverage_note(work, setup)
     batch_memory_note(work)
-    parallelism_notes(work, setup)
 
 
 def expert_coverage_note(work: Work, setup: Setup) -> None:
@@ -160,37 +165,25 @@ def expert_coverage_note(work: Work, setup: Setup) -> None:
     )
 
 
+def held_per_accelerator(values: dict[Sym, sympy.Expr], library: Library, batch: object, context: object) -> sympy.Expr:
+    """Bytes one accelerator holds for `batch` sequences of `context` tokens (formulas/roofline.py's M_g): the one
+    fit check every command shares."""
+    at = {sym.n: sympy.Integer(1), **values, sym.B: sympy.sympify(batch), sym.S: sympy.sympify(context)}
+    at.pop(sym.kv_seq, None)  # the cache at this context, not the sheet's
+    return evaluate(library.get("memory_per_accelerator").expr, at, library)
+
+
 def batch_memory_note(work: Work) -> None:
     """Where a sheet works at a batch its accelerators' memory cannot hold, say so: its figures are not servable."""
     values = work.values
-    if not all(s in values for s in (sym.B, sym.W, sym.kv_seq, sym.M)):
+    if not all(s in values for s in (sym.B, sym.W, sym.S, sym.M)):
         return
-    n = values.get(sym.n, 1)
-    needed = values[sym.W] + values[sym.B] * values[sym.kv_seq]
-    if needed > n * values[sym.M]:
+    needed = held_per_accelerator(values, work.library, values[sym.B], values[sym.S])
+    if needed > values[sym.M]:
         work.note(
             f"{format_quantity(values[sym.B], 'sequence')} at this context need "
-            f"{format_quantity(needed, 'byte')} for weights and cache, more than the "
-            f"{format_quantity(n * values[sym.M], 'byte')} of {n} accelerator{'s' if n != 1 else ''}: "
-            "this batch is not servable there"
-        )
-
-
-def parallelism_notes(work: Work, setup: Setup) -> None:
-    """A cache tensor parallelism cannot split as assumed: an MLA latent, or KV heads fewer than the ranks."""
-    arch, tp = setup.model.config, work.values.get(sym.n)
-    if tp is None or tp <= 1:
-        return
-    if arch.is_mla:
-        work.note(
-            f"an MLA latent has no heads to split: on {tp} tensor-parallel accelerators serving engines keep the "
-            "whole cache on each (vLLM, SGLang), so its bytes per accelerator are n times those assumed here; "
-            "derive plan models that, and attention data parallelism"
-        )
-    elif tp > arch.kv_heads:
-        work.note(
-            f"tp={tp} exceeds the {arch.kv_heads} KV heads: real servers replicate KV heads, "
-            f"so the cache per GPU is larger than assumed"
+            f"{format_quantity(needed, 'byte')} of each accelerator for weights and cache, more than its "
+            f"{format_quantity(values[sym.M], 'byte')}: this batch is not servable there"
         )
 
 
@@ -260,13 +253,15 @@ def aggregates(work: Work, setup: Setup) -> None:
 
 def default_tp(setup: Setup, weights: sympy.Expr, one_sequence: sympy.Expr, memory: sympy.Expr) -> int:
     """The smallest power of two whose memory holds the weights and one sequence, splitting whole heads."""
-    heads, tp = setup.model.config.heads, 1
-    while tp * memory < weights + one_sequence:
-        if heads % (2 * tp):
+    from derive.layouts import shape, tp_problem
+
+    s, splits, tp = shape(setup.model), setup.model.config.kv_splits, 1
+    while memory < weights / tp + one_sequence / min(tp, splits):  # one accelerator's share (formulas/roofline.py)
+        if tp_problem(s, 2 * tp) is not None:
             raise FitError(
                 f"{setup.model.name} needs {format_quantity(weights + one_sequence, 'byte')} for its weights and one "
                 f"sequence at {setup.context:,} tokens, more than {tp} x {setup.gpu.name if setup.gpu else 'GPU'} "
-                f"hold, and its {heads} attention heads split at most {tp} ways",
+                f"hold, and its heads split at most {tp} ways",
                 "Use a shorter --context, a smaller --dtype or a larger accelerator",
             )
         tp *= 2
@@ -343,14 +338,17 @@ def chose_default(work: Work, key: str) -> None:
 
 
 def parallelism(work: Work, setup: Setup, gpu: Gpu) -> int:
-    """n: --tp, or the smallest power of two whose memory holds the weights and one sequence."""
+    """n: --tp, or the smallest power of two whose memory holds the weights and one sequence; and s_kv, the ways
+    it splits the cache."""
     if setup.tp is not None:
-        work.given(sym.n, setup.tp, "--tp")
-        return setup.tp
-    tp = smallest_tp(setup, gpu, work.values.get(sym.S))
-    work.sheet.inputs["tp"] = tp
-    chose_default(work, "tp")
-    work.given(sym.n, tp, "chosen: the smallest power of two whose memory holds the weights and one sequence")
+        tp = setup.tp
+        work.given(sym.n, tp, "--tp")
+    else:
+        tp = smallest_tp(setup, gpu, work.values.get(sym.S))
+        work.sheet.inputs["tp"] = tp
+        chose_default(work, "tp")
+        work.given(sym.n, tp, "chosen: the smallest power of two whose memory holds the weights and one sequence")
+    work.compute(work.library.get("kv_shards"))  # what each accelerator holds of the cache
     return tp
 
 

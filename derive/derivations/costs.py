@@ -11,6 +11,7 @@ from derive.derivations.common import (
     accelerator,
     decode_inputs,
     decode_inputs_at_mean_context,
+    held_per_accelerator,
     model_notes,
     parallelism,
     require_own_cache,
@@ -28,10 +29,7 @@ from formulas import intensity as it
 from formulas import moe
 from formulas import notation as sym
 from formulas import prefill as pf
-
-
-def _positive(value: sympy.Expr) -> sympy.Expr | None:
-    return value if value.is_finite and value.is_real and value > 0 else None
+from formulas.reads import W_read
 
 
 def flops(setup: Setup) -> Sheet:
@@ -47,7 +45,7 @@ def flops(setup: Setup) -> Sheet:
     work.compute(work.library.get("non_arithmetic_params"), "non_arithmetic_params")
     if depends_on(fl.F_att.symbol, sym.S, work.library):
         crossing = work.solve(fl.F_att.symbol, sym.F.symbol, sym.S)
-        at = _positive(evaluate(crossing.closed_form, work.values, work.library))
+        at = work.root(crossing)
         work.solved(
             crossing,
             fl.S_att,
@@ -125,7 +123,7 @@ def intensity(setup: Setup) -> Sheet:
         work.solved(
             flip,
             it.B_flip,
-            _positive(evaluate(flip.closed_form, work.values, work.library)),
+            work.root(flip),
             "below it attention has the higher intensity; above it the weight GEMMs do",
             result="flip_batch",
         )
@@ -155,18 +153,23 @@ def crossover_kv_weights(setup: Setup) -> Sheet:
     work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
     del work.values[sym.kv_seq]  # S is the unknown now: K_seq must be derived from it, not given
     del work.values[sym.S]
+    read = weight_reads(work, setup)  # what the batch's step reads: the experts it touches, the rows it gathers
     if not depends_on(sym.kv_total.symbol, sym.S, work.library):  # only fixed-size state: no growth at all
         return _no_crossover(work, setup, None)
-    crossing = work.solve(sym.kv_total.symbol, sym.W.symbol, sym.S)
-    context = _positive(evaluate(crossing.closed_form, work.values, work.library))
+    crossing = work.solve(sym.kv_total.symbol, W_read.symbol, sym.S)
+    context = work.root(crossing)
     if context is None:
         return _no_crossover(work, setup, crossing)
     work.solved(crossing, sym.S, context, result="crossover_context")
     work.compute(work.library.get("kv_bytes_per_sequence"))
     kv_bytes = work.compute(work.library.get("kv_bytes"), "kv_bytes_at_crossover")
+    stored = work.values[sym.W]
+    of_stored = (
+        f" ({float(read / stored):.0%} of the {format_quantity(stored, 'byte')} stored)" if read != stored else ""
+    )
     work.note(
-        f"at the crossover the batch's cache ({format_quantity(kv_bytes, 'byte')}) equals the weights: "
-        f"the step reads twice the weight bytes, and needs memory for both"
+        f"at the crossover the batch's cache ({format_quantity(kv_bytes, 'byte')}) equals the weights its step reads"
+        f"{of_stored}: the step reads twice those bytes, and memory holds the cache beside all the weights"
     )
     if setup.gpu is not None:
         work.note(
@@ -195,11 +198,11 @@ def _no_crossover(work: Work, setup: Setup, crossing) -> Sheet:  # type: ignore[
     windows = setup.model.config.windows
     work.given(sym.S, 1, "the shortest context", inline=True)
     shortest = _cache_at(work)
-    if shortest >= work.values[sym.W]:
+    if shortest >= work.values[W_read]:
         work.note(
             f"the batch's fixed-size state alone ({format_quantity(shortest, 'byte')}) is at least the "
-            f"{format_quantity(work.values[sym.W], 'byte')} of weights: state reads outweigh weight reads "
-            "at any context"
+            f"{format_quantity(work.values[W_read], 'byte')} of weights a step reads: state reads outweigh weight "
+            "reads at any context"
         )
     elif windows:
         longest = max(windows.values())
@@ -207,7 +210,8 @@ def _no_crossover(work: Work, setup: Setup, crossing) -> Sheet:  # type: ignore[
         ceiling = _cache_at(work)
         work.note(
             f"past {longest:,} tokens the cache stops growing: the batch's cache never exceeds "
-            f"{format_quantity(ceiling, 'byte')}, below the {format_quantity(work.values[sym.W], 'byte')} of weights"
+            f"{format_quantity(ceiling, 'byte')}, below the {format_quantity(work.values[W_read], 'byte')} of weights "
+            "a step reads"
         )
     else:
         work.note("the cache grows too slowly with context to reach the weights at any context")
@@ -246,6 +250,10 @@ def calibrated_at(setup: Setup, batch: int, tp: int | None = None) -> Sheet | No
 
 def predict(setup: Setup) -> Sheet:
     """TTFT and TPOT: the roofline floor, and (unless setup.floor) the calibrated estimate beside it."""
+    if not setup.plain_tp:  # expert, pipeline or attention data parallelism: the plan's layout formulas
+        from derive.derivations.plan import predict_on_layout
+
+        return predict_on_layout(setup)
     model = setup.model
     work = start(
         "predict", f"TTFT and TPOT of {model.title}: {setup.prompt:,} prompt, {setup.output:,} output tokens", setup
@@ -266,21 +274,21 @@ def predict(setup: Setup) -> Sheet:
     weight_reads(work, setup, prefill=True)
     for name in ("prefill_memory_time", "prefill_compute_time"):
         work.compute(work.library.get(name))
-    work.compute(work.library.get("ttft"), "ttft_floor")
+    work.compute(work.library.get("ttft_floor"), "ttft_floor")
     if fit:
-        _calibrated(work, "Prefill, calibrated", _PREFILL_TERMS, model.config.is_moe, (("calibrated_ttft", "ttft"),))
+        _calibrated(work, "Prefill, calibrated", _PREFILL_TERMS, model.config.is_moe, (("ttft", "ttft"),))
     work.heading("Decode (at the mean context, prompt plus half the output)")
     weight_reads(work, setup)
     for name in ("kv_bytes", "memory_time", "compute_time", "step_time"):
         work.compute(work.library.get(name))
-    work.compute(work.library.get("tpot"), "tpot_floor")
+    work.compute(work.library.get("tpot_floor"), "tpot_floor")
     work.compute(work.library.get("decode_throughput"), "throughput_floor")
-    work.compute(work.library.get("e2e_latency"), "e2e_latency_floor")
+    work.compute(work.library.get("e2e_latency_floor"), "e2e_latency_floor")
     if fit:
         totals = (
-            ("calibrated_step_time", "tpot"),
-            ("calibrated_throughput", "throughput"),
-            ("calibrated_e2e_latency", "e2e_latency"),
+            ("tpot", "tpot"),
+            ("throughput", "throughput"),
+            ("e2e_latency", "e2e_latency"),
         )
         _calibrated(work, "Decode, calibrated", _DECODE_TERMS, model.config.is_moe, totals)
     work.note(
@@ -295,16 +303,14 @@ def predict(setup: Setup) -> Sheet:
 
 def _check_fits(work: Work, setup: Setup, gpu: Gpu) -> None:
     """Refuse, before any derivation, a batch whose weights and cache at the end of its output do not fit."""
-    model = setup.model
-    memory = work.values[sym.n] * gpu.memory
     # The batch's cache at the end of its output, as the sweep's fit check counts it.
-    at_end = {**work.values, sym.S: sympy.Integer(setup.prompt + setup.output)}
-    one_sequence = evaluate(work.library.get("kv_bytes_per_sequence").expr, at_end, work.library)
-    needed = work.values[sym.W] + setup.batch * one_sequence
-    if needed > memory:
+    end = setup.prompt + setup.output
+    needed = held_per_accelerator(work.values, work.library, setup.batch, end)
+    if needed > gpu.memory:
         raise DeriveError(
-            f"{model.name} at batch {setup.batch} needs {format_quantity(needed, 'byte')} (weights and cache), "
-            f"more than the {format_quantity(memory, 'byte')} of {work.values[sym.n]} x {gpu.name}",
+            f"{setup.model.name} at batch {setup.batch} needs {format_quantity(needed, 'byte')} of each of "
+            f"{work.values[sym.n]} x {gpu.name} (weights and cache at {end:,} tokens), more than its "
+            f"{format_quantity(gpu.memory, 'byte')}",
             "Use a larger --tp, a smaller --batch or a shorter --prompt/--output",
         )
 

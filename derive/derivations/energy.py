@@ -91,7 +91,7 @@ def energy(setup: Setup) -> Sheet:
 
     work.heading(f"Energy per token at batch {setup.batch:,}")
     at_batch(work, setup, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
-    work.compute(work.library.get("throughput"))
+    work.compute(work.library.get("throughput_floor"))
     work.compute(work.library.get("step_energy"))
     work.compute(work.library.get("energy_per_token"), "joules_per_token")
 
@@ -121,8 +121,8 @@ def energy(setup: Setup) -> Sheet:
         "usually draws less); host CPUs, networking and cooling (PUE) are not counted"
     )
     work.note(
-        "step time is the roofline floor (peak bandwidth and FLOP/s, ideal tensor parallelism): a real step "
-        "is slower, and its energy per token higher in proportion"
+        "step time is the roofline floor (peak bandwidth and FLOP/s, tensor parallelism without its "
+        "communication): a real step is slower, and its energy per token higher in proportion"
     )
     model_notes(work, setup)
     return work.sheet

@@ -8,17 +8,19 @@ demand from their formulas, so setting the context changes the cache bytes too.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import sympy
 
 from derive import validate
-from derive.catalog import dtype_bytes
-from derive.derivations.common import Setup, chose_default, default_tp, kv_values, model_library, start
+from derive.derivations.common import Setup, chose_default, default_tp, kv_values, model_library, start, weight_format
 from derive.errors import DeriveError
-from derive.evaluation import evaluate
+from derive.evaluation import depends_on, evaluate
 from derive.sheet import Sheet, Work
 from derive.symbols import Sym, all_symbols, by_key, tagged
+from derive.units import format_quantity
 from formulas import energy as en
+from formulas import library
 from formulas import notation as sym
 from formulas import prefill as pf
 
@@ -28,6 +30,7 @@ _NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
 
 
 def symbol_for(key: str) -> Sym:
+    library()  # every module's symbols defined, not only those imported so far
     found = by_key(key.strip())
     if found is None:
         from derive.names import closest
@@ -52,7 +55,7 @@ def scenario(command: str, title: str, setup: Setup, settings: list[str]) -> Wor
     shapes = dict(setup.model.formulas.shapes)
     for target in (sym.N, sym.N_act, sym.N_mm, sym.N_emb):
         work.given(target, evaluate(target.symbol, dict(shapes), work.library), "config")
-    work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
+    weight_format(work, setup)  # b_w, and b_x where the checkpoint ships its experts in a format of their own
     kv_values(work, setup, compute=False)  # b_kv, the recurrent state's b_st where the model has one, and S
     work.given(sym.B, setup.batch)
     work.given(sym.tau, 1, "no speculative decoding")
@@ -86,9 +89,70 @@ def scenario(command: str, title: str, setup: Setup, settings: list[str]) -> Wor
     return work
 
 
+def fitted_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
+    """The calibration's fitted values (derive/calibration.py) where `exprs` reach them: `tpot` and `ttft` are the
+    calibrated estimate, the floor is `tpot_floor` and `ttft_floor`, and both are evaluated on the same scenario."""
+    from derive.calibration import calibration, predictor_values
+    from formulas import sharding as sh
+
+    gpu = setup.gpu
+    if gpu is None:
+        return
+    needed = [
+        (quantity, value)
+        for quantity, value in predictor_values(gpu, setup.dtype).items()
+        if quantity not in work.values and any(depends_on(e, quantity, work.library) for e in exprs)
+    ]
+    if not needed:
+        return
+    fit = calibration(gpu, setup.dtype)
+    label = f"fitted on {fit.fitted_on}, {fit.fitted_precision}" + (
+        f" (no fit for {gpu.name} in {fit.precision})" if fit.borrowed else ""
+    )
+    if gpu.link is None and any(q is sh.BW_link for q, _ in needed) and work.values.get(sym.n, 1) > 1:
+        raise DeriveError(
+            f"{gpu.name} has no GPU-to-GPU link in the catalog, so a tensor-parallel all-reduce has no bandwidth",
+            "Use --tp 1, the floor (tpot_floor, ttft_floor), or another --gpu",
+        )
+    for quantity, value in needed:
+        work.given(quantity, value, label if quantity in fit.values else "calibration's constants")
+
+
+def layout_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
+    """The layout formulas' inputs (formulas/layout.py) where `exprs` reach them, for the setup's layout (tensor
+    parallelism alone unless --set gives pp, dp or ep): eval and solve read the plan's own step."""
+    from derive.layouts import shape
+    from derive.systems import system_for
+    from formulas import layout as lay
+
+    if setup.gpu is None:
+        return
+    try:
+        system = system_for(setup.gpu)
+    except DeriveError:  # an accelerator no system lists: it runs alone
+        system = None
+    values = work.values
+    tp, ep, pp, dp = (int(values.get(s, 1)) for s in (sym.n, lay.ep, lay.pp, lay.dp))
+    layout = {
+        lay.pp: (pp, "one stage"),
+        lay.dp: (dp, "no attention data parallelism"),
+        lay.ep: (ep, "experts split like the MLP"),
+        lay.L_a: (shape(setup.model).moe_layers if ep > 1 else 0, "MoE layers reached by all-to-all"),
+        sym.k_e: (1, "a dense model: its all-to-all terms are zero"),
+    }
+    if system is not None:
+        for link, group in ((lay.BW_tp, tp), (lay.BW_ep, tp * dp), (lay.BW_pp, tp * pp * dp)):
+            layout[link] = (system.link(group), f"{system.title}: the link of a group of {group}")
+    for quantity, (value, why) in layout.items():
+        if quantity not in values and any(depends_on(e, quantity, work.library) for e in exprs):
+            work.given(quantity, value, why)
+
+
 def evaluate_formula(setup: Setup, name: str, settings: list[str]) -> Sheet:
     formula = model_library(setup.model).get(name)
     work = scenario("eval", f"{formula.name}: {formula.meaning}", setup, settings)
+    fitted_values(work, setup, [formula.expr])
+    layout_values(work, setup, [formula.expr])
     if formula.defines in work.values:  # --set gave the very quantity: evaluate its formula anyway
         del work.values[formula.defines]
     work.compute(formula, formula.name)
@@ -97,6 +161,7 @@ def evaluate_formula(setup: Setup, name: str, settings: list[str]) -> Sheet:
 
 def _side(text: str, other: str) -> Sym | tuple[str, str]:
     """A library quantity's name, or a number with a unit ('0.5 s') to be read in the other side's unit."""
+    library()
     if by_key(text.strip()) is not None or not _QUANTITY.match(text):
         return symbol_for(text)
     return (text.strip(), other.strip())
@@ -127,9 +192,55 @@ def solve_equation(setup: Setup, equation: str, unknown_key: str, settings: list
         work.given(target, validate.quantity(text, quantity.unit or "", "the equation"), "the equation")
         resolved.append(target)
     left, right = resolved
+    fitted_values(work, setup, [left.symbol, right.symbol])
+    layout_values(work, setup, [left.symbol, right.symbol])
     work.values.pop(unknown, None)
     solution = work.solve(left.symbol, right.symbol, unknown)
     solution, value = solution.positive(lambda root: evaluate(root, work.values, work.library))
     note = "" if value is not None else "no positive solution at these values"
     work.solved(solution, unknown, value, note, result=unknown.key)
+    if value is not None:
+        memory_ceiling(work, unknown, value)
     return work.sheet
+
+
+def memory_ceiling(work: Work, unknown: Sym, value: sympy.Expr) -> None:
+    """A batch or a context solved past what the accelerators' memory holds is flagged, beside the largest that fits
+    (formulas/roofline.py's M_g at the solved value against M)."""
+    from derive.derivations.common import held_per_accelerator
+
+    values = work.values
+    if unknown not in (sym.B, sym.S) or sym.M not in values or sym.W not in values and sym.b_w not in values:
+        return
+    batch, context = values.get(sym.B), values.get(sym.S)
+
+    def held(b: object, s: object) -> sympy.Expr:
+        return held_per_accelerator(values, work.library, b, s)
+
+    if held(batch, context) <= values[sym.M]:
+        return
+    if unknown is sym.B:
+        largest = _largest(lambda b: held(b, context) <= values[sym.M], 10**9)
+        what, unit = "sequences", "sequence"
+    else:
+        largest = _largest(lambda s: held(batch, s) <= values[sym.M], 10**9)
+        what, unit = "tokens of context", "token/sequence"
+    work.result(f"largest_{unknown.key}_that_fits", unknown, sympy.Integer(largest), unit=unit)
+    work.note(
+        f"{format_quantity(value, unknown.unit)} is past what memory holds: at most {largest:,} {what} fit beside "
+        f"the weights on each accelerator's {format_quantity(values[sym.M], 'byte')} (memory_per_accelerator <= "
+        "memory)"
+        if largest
+        else f"{format_quantity(value, unknown.unit)} is past what memory holds: not even one fits"
+    )
+
+
+def _largest(fits: Callable[[int], bool], limit: int) -> int:
+    """The largest whole count in [0, limit] that fits (fits is monotone), by bisection."""
+    if not fits(1):
+        return 0
+    low, high = 1, limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle - 1)
+    return low

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sympy
 
-from derive.calibration import alltoall, alltoall_values
+from derive.calibration import Calibration, alltoall, alltoall_values
+from derive.catalog import Gpu
 from derive.derivations.calibrated import calibration_inputs, calibration_notes
 from derive.derivations.common import (
     Setup,
@@ -14,8 +15,9 @@ from derive.derivations.common import (
     start,
     weight_reads,
 )
+from derive.errors import DeriveError
 from derive.evaluation import depends_on, evaluate
-from derive.layouts import Layout, kv_shards, shape
+from derive.layouts import Layout, shape
 from derive.planning import Targets
 from derive.sheet import Sheet, Work
 from derive.symbols import Sym
@@ -61,47 +63,13 @@ def layout_sheet(
     work = start("plan", f"{model.title} on {layout.accelerators} x {system.gpu}, {layout}", setup)
     decode_inputs_at_mean_context(work, setup, targets.prompt, targets.output)
     gpu = accelerator(work, setup)
-    work.heading(f"The layout ({system.title})")
-    s = shape(model)
-    work.given(sym.n, layout.tp, "tensor parallel, inside the NVLink domain")
-    work.given(lay.pp, layout.pp, "pipeline stages")
-    work.given(lay.dp, layout.dp, "attention data-parallel ranks")
-    work.given(lay.ep, layout.ep, "expert parallel (1: experts split like the MLP)")
-    latent = "a latent cache is whole on every accelerator"
-    work.given(lay.s_kv, kv_shards(s, layout.tp), latent if s.kv_heads is None else f"min(n, {s.kv_heads} KV heads)")
-    work.given(lay.L_a, s.moe_layers if layout.ep > 1 else 0, "MoE layers reached by all-to-all")
-    if not model.config.is_moe:
-        work.given(sym.k_e, 1, "a dense model: its all-to-all terms are zero (L_a = 0)", inline=True)
-    for link, group, what in (
-        (lay.BW_tp, layout.tp, "tensor-parallel group"),
-        (lay.BW_ep, layout.tp * layout.dp, "expert group"),
-        (lay.BW_pp, layout.accelerators, "pipeline"),
-    ):
-        wire = "NVLink" if group <= system.domain else f"scale-out network ({system.network_note})"
-        work.given(link, system.link(group), f"{what} of {group}: {wire}")
+    _layout_values(work, setup, layout, system)
     work.given(sym.B, setup.batch, "the micro-batch derive plan solved for")
     work.given(sym.S_p, targets.prompt, "--prompt")
     work.given(sym.S_o, targets.output, "--output")
     floor = setup.floor
-    fit = None if floor else calibration_inputs(work, setup, gpu)
-    if fit:
-        measured = alltoall()
-        for symbol, value in alltoall_values().items():
-            work.given(symbol, value, f"fitted to {measured['source'].split(':')[0]}")
-    routed = work.library.defining(lay.W_E.symbol)
-    assert routed is not None, "formulas/layout.py defines W_E (zero for a dense model)"
-    work.compute(routed)
-    work.heading("One accelerator's share of a slot (one micro-batch through one stage)")
-    weight_reads(work, setup)
-    work.compute(work.library.get("kv_bytes"))
-    for name in _SHARES:
-        work.compute(work.library.get(name))
-    work.heading("Decode step")
-    for name in _FLOOR:
-        work.compute(work.library.get(name), "decode_step_floor" if name == "layout_tpot_floor" else None)
-    if fit:
-        for name in _ESTIMATE:
-            work.compute(work.library.get(name), "decode_step" if name == "layout_tpot" else None)
+    fit = _fitted(work, setup, gpu)
+    _decode_step(work, setup, fit is not None, ("decode_step_floor", "decode_step"))
     work.heading("Prompt pass of one request")
     batch = work.values[sym.B]
     work.given(sym.B, 1, "one request's prompt, alone", inline=True)
@@ -141,6 +109,118 @@ def layout_sheet(
         calibration_notes(work, fit)
     model_notes(work, setup)
     return work.sheet
+
+
+def _layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> None:
+    """The layout's degrees, KV shards, all-to-all layers and links as givens (formulas/layout.py's inputs)."""
+    model = setup.model
+    work.heading(f"The layout ({system.title})")
+    s = shape(model)
+    work.given(sym.n, layout.tp, "tensor parallel, inside the NVLink domain")
+    work.given(lay.pp, layout.pp, "pipeline stages")
+    work.given(lay.dp, layout.dp, "attention data-parallel ranks")
+    work.given(lay.ep, layout.ep, "expert parallel (1: experts split like the MLP)")
+    work.compute(work.library.get("kv_shards"))
+    work.given(lay.L_a, s.moe_layers if layout.ep > 1 else 0, "MoE layers reached by all-to-all")
+    if not model.config.is_moe:
+        work.given(sym.k_e, 1, "a dense model: its all-to-all terms are zero (L_a = 0)", inline=True)
+    for link, group, what in (
+        (lay.BW_tp, layout.tp, "tensor-parallel group"),
+        (lay.BW_ep, layout.tp * layout.dp, "expert group"),
+        (lay.BW_pp, layout.accelerators, "pipeline"),
+    ):
+        wire = "NVLink" if group <= system.domain else f"scale-out network ({system.network_note})"
+        work.given(link, system.link(group), f"{what} of {group}: {wire}")
+
+
+def _fitted(work: Work, setup: Setup, gpu: Gpu) -> Calibration | None:
+    """The calibration's values and the all-to-all's, unless the floor alone is asked for."""
+    if setup.floor:
+        return None
+    fit = calibration_inputs(work, setup, gpu)
+    measured = alltoall()
+    for symbol, value in alltoall_values().items():
+        work.given(symbol, value, f"fitted to {measured['source'].split(':')[0]}")
+    return fit
+
+
+def _decode_step(work: Work, setup: Setup, estimate: bool, names: tuple[str, str]) -> None:
+    """One accelerator's shares of a slot, then the decode step's floor and (with `estimate`) its calibrated time,
+    as results `names`."""
+    routed = work.library.defining(lay.W_E.symbol)
+    assert routed is not None, "formulas/layout.py defines W_E (zero for a dense model)"
+    work.compute(routed)
+    work.heading("One accelerator's share of a slot (one micro-batch through one stage)")
+    weight_reads(work, setup)
+    work.compute(work.library.get("kv_bytes"))
+    for name in _SHARES:
+        work.compute(work.library.get(name))
+    work.heading("Decode step")
+    for name in _FLOOR:
+        work.compute(work.library.get(name), names[0] if name == "layout_tpot_floor" else None)
+    if estimate:
+        for name in _ESTIMATE:
+            work.compute(work.library.get(name), names[1] if name == "layout_tpot" else None)
+
+
+def predict_on_layout(setup: Setup) -> Sheet:
+    """`derive predict` on a layout with expert, pipeline or attention data parallelism: the plan's own step
+    (formulas/layout.py) at --batch sequences a micro-batch, its floor and calibrated estimate under predict's
+    names. On tensor parallelism alone these are the roofline's and calibrated.py's terms (tests/test_one_step.py)."""
+    from derive.layouts import check
+    from derive.systems import system_for
+
+    model, gpu = setup.model, setup.gpu
+    if gpu is None:
+        raise DeriveError("predict needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
+    if setup.tp is None:
+        raise DeriveError(
+            "--ep, --pp and --dp describe a layout with its tensor-parallel degree", "Pass --tp too (1 for none)"
+        )
+    system = system_for(gpu)
+    layout = check(model, Layout(setup.tp, setup.ep, setup.pp, setup.dp), system)
+    title = f"TTFT and TPOT of {model.title} on {layout.accelerators} x {gpu.name}, {layout}"
+    work = start("predict", f"{title}: {setup.prompt:,} prompt, {setup.output:,} output tokens", setup)
+    decode_inputs_at_mean_context(work, setup, setup.prompt, setup.output)
+    accelerator(work, setup)
+    _layout_values(work, setup, layout, system)
+    work.given(sym.B, setup.batch, "--batch: one micro-batch; each pipeline stage works on its own")
+    work.given(sym.S_p, setup.prompt, "--prompt")
+    work.given(sym.S_o, setup.output, "--output")
+    _fits_on_layout(work, setup)
+    work.sheet.inputs.update({"prompt": setup.prompt, "output": setup.output, "floor": setup.floor})
+    fit = _fitted(work, setup, gpu)
+    work.heading("Prompt pass of the micro-batch")
+    weight_reads(work, setup, prefill=True)
+    for name in _PREFILL if fit else _PREFILL[:6]:
+        result = {"layout_ttft_floor": "ttft_floor", "layout_ttft": "ttft"}.get(name)
+        work.compute(work.library.get(name), result)
+    work.heading("Decode (at the mean context, prompt plus half the output)")
+    _decode_step(work, setup, fit is not None, ("tpot_floor", "tpot"))
+    work.compute(work.library.get("layout_sequences"), "sequences")
+    work.note(
+        "the floor: peak bandwidth and FLOP/s and full link speed, whichever binds, no kernel launch or scheduling "
+        "time; no real server is faster"
+    )
+    if fit:
+        calibration_notes(work, fit)
+    model_notes(work, setup)
+    return work.sheet
+
+
+def _fits_on_layout(work: Work, setup: Setup) -> None:
+    """Refuse a micro-batch whose weights and cache, at the end of its output, do not fit one accelerator."""
+    end = {**work.values, sym.S: sympy.Integer(setup.prompt + setup.output)}
+    end.pop(sym.kv_seq, None)
+    held = evaluate((lay.W_g.symbol + lay.K_gs.symbol), end, work.library)
+    memory = work.values[sym.M]
+    if held > memory:
+        raise DeriveError(
+            f"{setup.model.name} at a micro-batch of {setup.batch} needs {format_quantity(held, 'byte')} of each "
+            f"accelerator (its weights and cache at {setup.prompt + setup.output:,} tokens), more than its "
+            f"{format_quantity(memory, 'byte')}",
+            "Use more accelerators (--tp, --ep with --dp, --pp), a smaller --batch or a shorter --prompt/--output",
+        )
 
 
 def _grows_with_batch(symbol: Sym, work: Work) -> bool:

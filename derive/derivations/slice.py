@@ -160,7 +160,7 @@ def knee(setup: Setup) -> Sheet:
     work.heading("Step time against batch")
     memory_time, compute_time = work.library.get("memory_time").expr, work.library.get("compute_time").expr
     knee_solution = work.solve(memory_time, compute_time, sym.B)
-    knee_value = _positive(evaluate(knee_solution.closed_form, work.values, work.library))
+    knee_value = work.root(knee_solution)
     # A MoE step's expert reads saturate as the batch grows (every expert touched): past that an extra
     # sequence adds only its cache and its embedding rows, which decides whether a knee exists at all.
     slope_memory = saturated(sympy.diff(inline(memory_time, sym.B, work.library), sym.B.symbol), sym.B)
@@ -170,7 +170,7 @@ def knee(setup: Setup) -> Sheet:
     limit_solution = work.solve(slope_memory, slope_compute, sym.S) if grows else None
     limit_value = None
     if limit_solution is not None:
-        limit_value = _positive(evaluate(limit_solution.closed_form, work.values, work.library))
+        limit_value = work.root(limit_solution)
     if knee_solution.closed_form.has(sympy.LambertW):
         how = (
             "the step reads the experts its B·tau tokens touch, E·(1 - (1 - k/E)^(B·tau)) a layer: a line in B "
@@ -207,12 +207,21 @@ def knee(setup: Setup) -> Sheet:
     weight_reads(work, setup)
     for name in ("kv_bytes", "memory_time", "compute_time", "step_time"):
         work.compute(work.library.get(name))
-    at_max = work.compute(work.library.get("throughput"))
-    work.result("throughput_at_max_batch", sym.R_at_max, at_max, work.library.get("throughput").expr)
+    at_max = work.compute(work.library.get("throughput_floor"))
+    work.result("throughput_at_max_batch", sym.R_at_max, at_max, work.library.get("throughput_floor").expr)
     ceiling = asymptote(sym.R.symbol, sym.B, sym.R_max, work.library)
     ceiling_value = evaluate(ceiling.closed_form, work.values, work.library)
     work.solved(ceiling, sym.R_max, ceiling_value, result="throughput_ceiling")
-    work.compute(work.library.get("half_ceiling_batch"), "half_ceiling_batch")
+    # Half the memory-bound ceiling BW·tau/slope: where t_mem(B) = 2·slope·B, the batch whose cache (and gathered
+    # rows) cost as much to read as the weights its step reads (a MoE step's touched experts grow with B).
+    half = work.solve(memory_time, 2 * slope_memory * sym.B.symbol, sym.B)
+    work.solved(
+        half,
+        sym.B_half,
+        work.root(half),
+        "memory-bound throughput at half its ceiling: the batch's cache reads equal the weights the step reads",
+        result="half_ceiling_batch",
+    )
 
     knee_first = knee_value is not None and knee_value <= max_batch
     first = "compute" if knee_first else "memory_capacity"
@@ -228,8 +237,8 @@ def knee(setup: Setup) -> Sheet:
             + ("" if knee_value is None else f"; the knee would be at {_count(knee_value)}")
         )
     work.note(
-        "roofline floor: peak bandwidth and FLOP/s at 100% efficiency, ideal tensor parallelism, "
-        "no communication or kernel overheads"
+        "roofline floor: peak bandwidth and FLOP/s at 100% efficiency, tensor parallelism without its "
+        "communication, no kernel overheads"
     )
     model_notes(work, setup)
     return work.sheet
@@ -237,10 +246,6 @@ def knee(setup: Setup) -> Sheet:
 
 def _figure_note(gpu: Gpu, figure: str) -> str:
     return f"--{figure}" if figure in gpu.overridden else "datasheet"
-
-
-def _positive(value: sympy.Expr) -> sympy.Expr | None:
-    return value if value.is_finite and value > 0 else None
 
 
 def _count(value: sympy.Expr) -> str:

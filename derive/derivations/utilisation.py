@@ -60,7 +60,7 @@ def utilisation(
         work.note(
             f"the step is {bound}-bound on the roofline and takes {format_quantity(gap, 'second')} more than its "
             f"floor ({float(1 - floor / measured_step_time):.0%} of the step): candidates are tensor-"
-            f"parallel all-reduces (ideal TP here counts none), kernel launch and scheduling gaps between "
+            f"parallel all-reduces (the floor counts none), kernel launch and scheduling gaps between "
             f"small kernels, achieved bandwidth below the datasheet peak, KV reads from scattered pages, and "
             f"the work outside the matmuls (norms, sampling, dequantisation)"
         )

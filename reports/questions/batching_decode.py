@@ -15,6 +15,7 @@ from derive.evaluation import evaluate
 from derive.sheet import Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 from formulas.flops import F_att
+from formulas.reads import W_read
 from reports.questions.decode_knee import figures_entry
 
 
@@ -24,9 +25,9 @@ def step_at(setup: Setup, batch: int) -> Sheet:
     weights, one_sequence = decode_roofline(work, setup)
     max_batch(work, replace(setup, batch=batch), weights, one_sequence)
     at_batch(work, setup, batch, "the batch")
-    work.compute(work.library.get("throughput"))
+    work.compute(work.library.get("throughput_floor"))
     work.compute(work.library.get("floor_tokens_per_s_per_user"))
-    for name in ("step_time", "throughput", "kv_bytes", "max_batch_by_memory", "floor_tokens_per_s_per_user"):
+    for name in ("step_time", "throughput_floor", "kv_bytes", "max_batch_by_memory", "floor_tokens_per_s_per_user"):
         f = work.library.get(name)
         work.result(name, f.defines, work.values[f.defines], f.expr)
     return work.sheet
@@ -48,7 +49,7 @@ def seed_sheet() -> Sheet:
     for batch, measured in SEED_STEPS:
         work.given(sym.B, batch, "the seed's batch", inline=True)
         work.given(sym.t_step, validate.quantity(measured, "second"), "measured on the seed's test laptop", inline=True)
-        work.compute(work.library.get("throughput"), f"seed_throughput_{batch}")
+        work.compute(work.library.get("throughput_floor"), f"seed_throughput_{batch}")
     return sheet
 
 
@@ -65,20 +66,38 @@ def build(inputs: Inputs) -> Answer:
         "b8": Quantity(big, "sequence"),
         "t1": answer.headline("step_time_small", t1, "second"),
         "t8": answer.headline("step_time_large", t8, "second"),
-        "r1": answer.headline("throughput_small", a["throughput"].value, "token/second"),
-        "r8": answer.headline("throughput_large", b["throughput"].value, "token/second"),
-        "gain": answer.headline("throughput_gain", b["throughput"].number / a["throughput"].number),
+        "r1": answer.headline("throughput_small", a["throughput_floor"].value, "token/second"),
+        "r8": answer.headline("throughput_large", b["throughput_floor"].value, "token/second"),
+        "gain": answer.headline("throughput_gain", b["throughput_floor"].number / a["throughput_floor"].number),
         "slow": answer.headline("per_user_slowdown", t8 / t1),
         "separate": Quantity(big * t1 / t8),
         "kv": answer.headline("kv_bytes_per_sequence", many.values[sym.kv_seq], "byte/sequence"),
         "fits": answer.headline("max_batch_by_memory", b["max_batch_by_memory"].value, "sequence"),
         "ceiling": answer.headline("throughput_ceiling", curve.results["throughput_ceiling"].value, "token/second"),
         "weights": Quantity(many.values[sym.W], "byte"),
+        "read1": answer.headline("weights_read_small", one.values[W_read], "byte"),
+        "read8": answer.headline("weights_read_large", many.values[W_read], "byte"),
     }
+    if setup.model.config.is_moe:  # a step reads only the experts its tokens touch: more of them at a larger batch
+        reads = (
+            "A step reads the weights its tokens multiply through once and uses them for every sequence: the "
+            "experts a step touches grow with the batch, {read1} of the {weights} stored at {b1} and {read8} at "
+            "{b8}; each sequence's KV cache ({kv}) is extra. So"
+        )
+    else:
+        gathered = many.values[W_read] < many.values[sym.W]  # an untied input embedding is gathered, not read whole
+        share = (
+            "{read8} of the {weights} stored: the input embedding is gathered a row a token"
+            if gathered
+            else "{weights}"
+        )
+        reads = (
+            "Each step reads the weights (" + share + ") once and uses them for every sequence; only each sequence's "
+            "KV cache ({kv}) is extra. So"
+        )
     answer.summary = Prose(
         "summary",
-        "Each step reads the weights ({weights}) once and uses them for every sequence; only each sequence's KV "
-        "cache ({kv}) is extra. So a step of {b8} takes {t8} against {t1} for {b1}, and throughput rises from {r1} "
+        reads + " a step of {b8} takes {t8} against {t1} for {b1}, and throughput rises from {r1} "
         "to {r8}, {gain} times. The batch cannot grow forever: each step gets longer, so every user waits {slow} "
         "times as long per token, throughput flattens towards {ceiling}, and memory holds caches for only {fits}.",
         q,

@@ -103,7 +103,7 @@ def build(inputs: Inputs) -> Answer:
     max_batch(work, setup, weights, one_sequence)
     work.heading("A full batch (continuous batching keeps every seat busy)")
     at_batch(work, setup, seats, "seats: at most this many requests at once")
-    continuous = work.compute(work.library.get("throughput"), "continuous_throughput")
+    continuous = work.compute(work.library.get("throughput_floor"), "continuous_throughput")
     work.heading("Static batching: every seat waits for the longest reply")
     work.given(sb.L_lo, inputs["reply_min"], "shortest reply")
     work.given(sb.L_hi, inputs["reply_max"], "longest reply")

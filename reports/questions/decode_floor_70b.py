@@ -12,6 +12,7 @@ from derive.derivations.common import (
     Setup,
     accelerator,
     decode_inputs,
+    held_per_accelerator,
     model_notes,
     parallelism,
     start,
@@ -43,11 +44,12 @@ def _sheet(inputs: Inputs, **overrides: object):  # type: ignore[no-untyped-def]
     accelerator(work, setup)
     n = parallelism(work, setup, gpu)
     work.given(sym.B, 1, "batch 1: one user")
-    needed = work.values[sym.W] + work.values[sym.kv_seq]
-    if needed > n * gpu.memory:
+    needed = held_per_accelerator(work.values, work.library, 1, setup.context)
+    if needed > gpu.memory:
         raise FitError(
             f"{model.name} in {setup.dtype} with one {setup.context:,}-token sequence needs "
-            f"{format_quantity(needed, 'byte')}, more than {n} x {gpu.name} hold",
+            f"{format_quantity(needed, 'byte')} of each of {n} x {gpu.name}, more than its "
+            f"{format_quantity(gpu.memory, 'byte')}",
             "Use --set tp=... with more accelerators, or a smaller --set dtype=fp8",
         )
 

@@ -46,8 +46,8 @@ def _latency(setup: Setup) -> Sheet:
         work.given(eta, 1, "a floor: peak figures")
     work.compute(work.library.get("prefill_memory_time"))
     work.compute(work.library.get("prefill_compute_time"))
-    work.compute(work.library.get("ttft"), "ttft")
-    work.note("roofline floors: peak bandwidth and FLOP/s, ideal tensor parallelism, no communication")
+    work.compute(work.library.get("ttft_floor"), "ttft")
+    work.note("roofline floors: peak bandwidth and FLOP/s, tensor parallelism without its communication")
     return work.sheet
 
 

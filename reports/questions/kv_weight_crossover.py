@@ -67,10 +67,15 @@ def build(inputs: Inputs) -> Answer:
         q["kv"] = answer.headline("kv_bytes_at_crossover", v[sym.kv_total], "byte")
         q["share"] = answer.headline("cache_memory_share", share)
         if arch.is_plain:
-            how = "KV reads overtake weight reads when B·S·k = W, so S = W/(B·k): with {per_token} of cache and {batch}"
+            how = (
+                "KV reads overtake weight reads when B·S·k = W_read, the weights a step of the batch reads (all its "
+                "matrices, only the embedding rows it gathers), so S = W_read/(B·k): with {per_token} of cache and "
+                "{batch}"
+            )
         else:
             how = (
-                "KV reads overtake weight reads when B·K_seq(S) = W, with K_seq summed over {model}'s layer kinds "
+                "KV reads overtake weight reads when B·K_seq(S) = W_read, the weights a step of the batch reads, with "
+                "K_seq summed over {model}'s layer kinds "
                 "(windowed layers stop growing at their window, state layers do not grow); at {batch}"
             )
         memory = (
@@ -97,7 +102,10 @@ def build(inputs: Inputs) -> Answer:
         answer.summary = Prose(
             "summary",
             how + ", that is {context}. The coincidence: at the crossover the cache is, by construction, as big as "
-            "the weights, {kv}, and that is {share} times the {memory} of one {gpu}, " + memory + limit + realistic,
+            "the weights read, {kv}, and that is {share} times the {memory} of one {gpu}, "
+            + memory
+            + limit
+            + realistic,
             q,
         )
         _wrong_answers(answer, setup, q)

@@ -41,7 +41,7 @@ def build(inputs: Inputs) -> Answer:
     work.compute(sb.kv_bytes_at_prompt)
     work.compute(sb.mbu_kv_at_prompt, "mbu_kv_at_prompt")
     work.compute(sb.mbu_total_bytes_one_gpu, "mbu_total_bytes_one_gpu")
-    for name in ("prefill_memory_time", "prefill_compute_time", "ttft"):
+    for name in ("prefill_memory_time", "prefill_compute_time", "ttft_floor"):
         work.compute(work.library.get(name))
     work.compute(sb.wall_time_per_output_token)
     work.compute(sb.mbu_wall_time, "mbu_wall_time")

@@ -249,7 +249,7 @@ def build(inputs: Inputs) -> Answer:
     answer.caveats += [
         Prose(
             "caveat",
-            "Datasheet peaks, ideal tensor parallelism and no communication: the floor is a floor on time and a "
+            "Datasheet peaks, tensor parallelism without its communication: the floor is a floor on time and a "
             "ceiling on throughput, never an estimate of either; the calibrated figure is the estimate, fitted to "
             "bf16 kernel tables and applied here to FP8 runs at FP8 peaks.",
         ),

@@ -55,10 +55,10 @@ def build(inputs: Inputs) -> Answer:
     q = {
         "s_pc": answer.headline("compute_bound_prompt_tokens", c["compute_bound_prompt_tokens"].value, "token"),
         "ridge": answer.headline("ridge_intensity", c["ridge_intensity"].value, "FLOP/byte"),
-        "ttft": answer.headline("ttft", p["ttft_floor"].value, "second"),
+        "ttft": answer.headline("ttft_floor", p["ttft_floor"].value, "second"),
         "t_pm": answer.headline("prefill_memory_time", pv[pf.t_pm], "second"),
         "t_pc": answer.headline("prefill_compute_time", pv[pf.t_pc], "second"),
-        "tpot": answer.headline("tpot", p["tpot_floor"].value, "second"),
+        "tpot": answer.headline("tpot_floor", p["tpot_floor"].value, "second"),
         "prompt": Quantity(pv[pf.S_p], "token"),
         "n": Quantity(pv[sym.n], ""),
         "gpu": Quantity(setup.gpu.name),

@@ -29,7 +29,7 @@ def prefill_pass(setup: Setup, inputs: Inputs) -> Sheet:
         work.given(eta, 1, "the ceilings themselves")
     work.compute(work.library.get("prefill_memory_time"), "prefill_memory_time")
     work.compute(work.library.get("prefill_compute_time"), "prefill_compute_time")
-    work.compute(work.library.get("ttft"), "prefill_time")
+    work.compute(work.library.get("ttft_floor"), "prefill_time")
     return work.sheet
 
 

@@ -10,7 +10,7 @@ import sympy
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.derivations.claim import claim
-from derive.derivations.common import model_library
+from derive.derivations.common import held_per_accelerator, model_library
 from derive.errors import DeriveError
 from derive.evaluation import evaluate
 from derive.sheet import Figure, Prose, Quantity, Section, Work
@@ -48,7 +48,7 @@ def build(inputs: Inputs) -> Answer:
     _, quantised = _sheet(inputs, dtype=inputs["alt_dtype"])
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     r, v = stated.results, stated.values
-    fits = v[sym.W] + v[sym.kv_seq] <= v[sym.n] * v[sym.M]
+    fits = held_per_accelerator(v, model_library(setup.model), 1, v[sym.S]) <= v[sym.M]
     q = {
         "floor": answer.headline(
             "floor_tokens_per_s_per_user", r["floor_tokens_per_s_per_user"].value, "token/second/sequence"

@@ -1,0 +1,194 @@
+"""One model of a step: every command that derives a decode step or a prompt pass gives the figures `predict` and
+`plan` give for the same model, accelerator, layout, batch and tokens.
+
+`predict` evaluates the step on one sheet; `plan` compiles the layout formulas (formulas/layout.py) to numpy and
+searches; `eval` evaluates one library formula; `sweep` compiles any target over a grid. All four read the same
+terms: the floor (`tpot_floor`, `ttft_floor`) and the calibrated estimate (`tpot`, `ttft`), each under one name.
+The layouts are tensor parallel (Layout(tp)); where tp exceeds the KV heads the cache is copied and where the cache
+is an MLA latent it is whole on every rank, in every command alike (kv_shards = min(tp, KV heads)).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import derive
+from derive import scenario
+from derive.catalog import load_gpu, load_model
+from derive.derivations.costs import predict
+from derive.layouts import Layout, problem, shape
+from derive.planning import Targets, compile_plan, layout_inputs
+from derive.systems import system_for
+
+# Dense MHA, GQA, MoE, MLA (DeepSeek-V2-Lite-sized through DeepSeek-V3's family is too large for 4 accelerators, so
+# Kimi's sibling is left to test_layout), windowed, two hybrids (linear attention; Mamba), and a family added by
+# issue 24 (Step-3.7: sliding and full layers, MoE).
+MODELS = ["llama2-7b", "llama3-8b", "mixtral-8x7b", "deepseek-v3", "gpt-oss-20b", "qwen3.5-27b", "nemotron3-nano"]
+MODELS += ["step-3.7-flash"]
+GPUS = ["h100", "h200", "b200", "a100"]
+TPS = [2, 4, 8]
+PROMPT, OUTPUT, BATCH = 1024, 256, 4
+MEAN_CONTEXT = PROMPT + OUTPUT // 2  # what a decode step sees on average (derive predict)
+
+
+def _runs(model_name: str, gpu_name: str, tp: int) -> bool:
+    model, gpu = load_model(model_name), load_gpu(gpu_name)
+    if problem(shape(model), Layout(tp), system_for(gpu)) is not None:
+        return False
+    try:
+        _predict(model_name, gpu_name, tp)
+    except derive.DeriveError:  # does not fit on tp accelerators: no step to compare
+        return False
+    return True
+
+
+_PREDICTED: dict[tuple[str, str, int], dict[str, float]] = {}
+
+
+def _predict(model_name: str, gpu_name: str, tp: int) -> dict[str, float]:
+    key = (model_name, gpu_name, tp)
+    if key not in _PREDICTED:
+        dtype = "fp8" if model_name == "deepseek-v3" else "bf16"
+        values = {"model": model_name, "gpu": gpu_name, "tp": tp, "batch": BATCH, "dtype": dtype}
+        sheet = predict(scenario.build({**values, "prompt": PROMPT, "output": OUTPUT}))
+        _PREDICTED[key] = {k: float(sheet.results[k].value) for k in ("tpot_floor", "tpot", "ttft_floor", "ttft")}
+    return _PREDICTED[key]
+
+
+@functools.cache
+def _compiled(model_name: str, gpu_name: str, floor: bool):  # type: ignore[no-untyped-def]
+    dtype = "fp8" if model_name == "deepseek-v3" else "bf16"
+    targets = Targets(ttft=1, tpot=1, prompt=PROMPT, output=OUTPUT)
+    return compile_plan(load_model(model_name), load_gpu(gpu_name), dtype, targets, floor)
+
+
+def _plan(model_name: str, gpu_name: str, tp: int) -> dict[str, float]:
+    base = layout_inputs(load_model(model_name), [Layout(tp)], system_for(load_gpu(gpu_name)))
+    out = {}
+    for floor, suffix in ((True, "_floor"), (False, "")):
+        compiled = _compiled(model_name, gpu_name, floor)
+
+        def at(fn, batch):  # type: ignore[no-untyped-def]
+            return float(np.ravel(fn(*base, np.array([0.0]), float(batch)))[0])
+
+        out["tpot" + suffix] = at(compiled.step, BATCH)
+        out["ttft" + suffix] = at(compiled.ttft, BATCH)
+    return out
+
+
+CASES = [(m, g, tp) for m in MODELS for g in GPUS for tp in TPS]
+
+
+@pytest.mark.parametrize("model_name", MODELS)
+def test_every_model_runs_on_some_layout_of_every_accelerator(model_name):
+    assert all(any(_runs(model_name, g, tp) for tp in TPS) for g in GPUS if model_name != "deepseek-v3")
+    assert any(_runs(model_name, g, 8) for g in GPUS)  # DeepSeek-V3 in fp8 fits 8 H200 or B200
+
+
+@pytest.mark.parametrize(("model_name", "gpu_name", "tp"), CASES)
+def test_predict_and_plan_are_one_step(model_name, gpu_name, tp):
+    if not _runs(model_name, gpu_name, tp):
+        pytest.skip("the layout does not run the model there")
+    predicted, planned = _predict(model_name, gpu_name, tp), _plan(model_name, gpu_name, tp)
+    for key, value in predicted.items():
+        assert planned[key] == pytest.approx(value, rel=1e-5), key
+
+
+@pytest.mark.parametrize(("model_name", "gpu_name", "tp"), [c for c in CASES if c[1] == "h200"])
+def test_eval_energy_and_sweep_give_predicts_step(model_name, gpu_name, tp):
+    if not _runs(model_name, gpu_name, tp):
+        pytest.skip("the layout does not run the model there")
+    predicted = _predict(model_name, gpu_name, tp)
+    dtype = "fp8" if model_name == "deepseek-v3" else "bf16"
+    common = {"tp": tp, "batch": BATCH, "context": MEAN_CONTEXT, "dtype": dtype}
+    for name in ("tpot", "tpot_floor"):
+        evaluated = derive.evaluate(name, model_name, gpu_name, **common).results[name]
+        assert float(evaluated.to("second").magnitude) == pytest.approx(predicted[name], rel=1e-5), name
+    # derive energy: the accelerators' power over the same floor step, per token of the batch.
+    joules = derive.energy(model_name, gpu_name, **common).results["joules_per_token"]
+    power = float(load_gpu(gpu_name).power)
+    expected = power * tp * predicted["tpot_floor"] / BATCH
+    assert float(joules.to("joule/token").magnitude) == pytest.approx(expected, rel=1e-5)
+    table = derive.sweep(
+        "predict", model_name, gpu_name, dtype=dtype, tp=[tp], batch=[BATCH], prompt=[PROMPT], output=[OUTPUT]
+    ).table()
+    row = table.to_pylist()[0]
+    for name in ("tpot", "tpot_floor", "ttft", "ttft_floor"):
+        assert row[name + "_s"] == pytest.approx(predicted[name], rel=1e-5), name
+
+
+def test_the_floor_and_the_estimate_have_distinct_names():
+    """`tpot` is the calibrated estimate everywhere; the roofline floor is `tpot_floor` (and likewise TTFT)."""
+    floor, estimate = derive.formula("tpot_floor"), derive.formula("tpot")
+    assert "floor" in floor.defines.meaning and "fitted" in estimate.defines.meaning
+    assert derive.formula("ttft_floor").defines.name != derive.formula("ttft").defines.name
+
+
+# What a step reads (issue 25): the weights its B·tau tokens touch, not every weight stored, by hand.
+
+
+def test_deepseek_v3_crossover_at_batch_16_divides_what_a_step_reads():
+    # DeepSeek-V3 (its config.json): 671,026,419,200 parameters, 58 MoE layers of 256 routed experts of 3·7,168·2,048,
+    # top-8; a 129,280 x 7,168 input embedding gathered a row a token; an MLA cache of (512 + 64)·61 values a token,
+    # 2 bytes each in bf16. 16 tokens touch 256·(1 - (1 - 8/256)^16) experts a layer.
+    sheet = derive.crossover_kv_weights("deepseek-v3", batch=16)
+    expert, routed = 3 * 7_168 * 2_048, 58 * 256 * 3 * 7_168 * 2_048
+    touched = 256 * (1 - (1 - 8 / 256) ** 16)
+    read = 2 * (671_026_419_200 - routed - 129_280 * 7_168 + 58 * touched * expert + 16 * 7_168)
+    context = read / (16 * (512 + 64) * 61 * 2)
+    assert float(sheet.results["crossover_context"].to("token/sequence").magnitude) == pytest.approx(context, rel=1e-12)
+    assert round(context, -3) == 492_000  # the issue's 553e9 / (16 · 70,272 B), not 1.194M
+
+
+def test_batching_decode_reads_the_experts_each_batch_touches():
+    # Mixtral 8x7B (its config.json): 46,702,792,704 parameters, 32 layers of 8 experts of 3·4,096·14,336, top-2, a
+    # 32,000 x 4,096 embedding gathered a row a token: a step of B reads 2·(N - routed - table + 32·8·(1 - (3/4)^B)
+    # ·expert + B·4,096) bytes, 25.5 GB at batch 1 and 84.1 GB at 8 (the issue's figures), not all 93.4 GB.
+    answer = derive.answer("batching-decode", model="mixtral-8x7b")
+    expert = 3 * 4_096 * 14_336
+    fixed = 46_702_792_704 - 32 * 8 * expert - 32_000 * 4_096
+
+    def read(batch: int) -> float:
+        return 2 * (fixed + 32 * 8 * (1 - 0.75**batch) * expert + batch * 4_096)
+
+    for name, batch in (("weights_read_small", 1), ("weights_read_large", 8)):
+        assert float(answer.results[name].to("byte").magnitude) == pytest.approx(read(batch), rel=1e-12)
+    assert round(read(1) / 1e9, 1) == 25.5 and round(read(8) / 1e9) == 84
+
+
+LAYOUTS = [
+    ("mixtral-8x7b", "h100", Layout(1, 8, 1, 8)),  # whole experts, attention data parallel
+    ("mixtral-8x7b", "h200", Layout(2, 1, 2, 1)),  # two pipeline stages
+    ("qwen3-30b-a3b", "b200", Layout(2, 4, 1, 2)),
+    ("deepseek-v3", "h200", Layout(1, 8, 1, 8)),  # MLA: the latent whole on every rank
+    ("llama3-70b", "h100", Layout(4, 1, 2, 1)),
+    ("nemotron3-nano", "a100", Layout(2, 4, 1, 2)),
+]
+
+
+@pytest.mark.parametrize(("model_name", "gpu_name", "layout"), LAYOUTS, ids=[f"{m}-{g}-{lt}" for m, g, lt in LAYOUTS])
+def test_predict_on_a_layout_is_the_plans_step(model_name, gpu_name, layout):
+    """`derive predict --ep --pp --dp` evaluates the plan's layout formulas: the same step at the same micro-batch."""
+    dtype = "fp8" if model_name == "deepseek-v3" else "bf16"
+    r = derive.predict(
+        model_name,
+        gpu_name,
+        tp=layout.tp,
+        ep=layout.ep,
+        pp=layout.pp,
+        dp=layout.dp,
+        batch=BATCH,
+        dtype=dtype,
+        prompt=PROMPT,
+        output=OUTPUT,
+    ).results
+    base = layout_inputs(load_model(model_name), [layout], system_for(load_gpu(gpu_name)))
+    for floor, suffix in ((True, "_floor"), (False, "")):
+        compiled = _compiled(model_name, gpu_name, floor)
+        for name, fn in (("tpot", compiled.step), ("ttft", compiled.ttft)):
+            planned = float(np.ravel(fn(*base, np.array([0.0]), float(BATCH)))[0])
+            assert float(r[name + suffix].to("second").magnitude) == pytest.approx(planned, rel=1e-5), name + suffix
+    assert float(r["sequences"].magnitude) == layout.pp * BATCH
