@@ -14,6 +14,9 @@ from typing import Any
 
 import click
 
+from derive import api
+from derive.inputs import DTYPES as INPUT_DTYPES
+from derive.inputs import INPUTS
 from derive.scenario import DEFAULTS
 
 # Imports of sympy, pint and the formula library happen inside the commands, so
@@ -115,7 +118,22 @@ class _Quantity(click.ParamType):
 
 
 COUNT = _Count()
-DTYPES = ["fp32", "fp16", "bf16", "fp8", "int8", "fp4", "int4"]
+DTYPES = list(INPUT_DTYPES)
+
+
+def option(name: str) -> Callable[..., Any]:
+    """The click option of one shared input, built from its declaration in derive/inputs.py."""
+    declared = INPUTS[name]
+    flags = [declared.option, *([declared.short] if declared.short else [])]
+    kinds: dict[str, dict[str, Any]] = {
+        "count": {"type": COUNT},
+        "quantity": {"type": _Quantity(declared.unit, declared.example)},
+        "choice": {"type": click.Choice(DTYPES, case_sensitive=False)},
+        "flag": {"is_flag": True, "default": None},
+        "path": {"type": _PathText("PATH")},
+        "text": {},
+    }
+    return click.option(*flags, name, help=declared.text, **kinds[declared.kind])
 
 
 def _options(*decorators: Callable[..., Any]) -> Callable[..., Any]:
@@ -127,24 +145,14 @@ def _options(*decorators: Callable[..., Any]) -> Callable[..., Any]:
     return apply
 
 
-model_options = _options(
-    click.option("--model", "-m", help="Catalog model name or alias (see 'derive models')."),
-    click.option("--config", "config", type=_PathText("PATH"), help="A local Hugging Face config.json, or its folder."),
-)
-GPU_FIGURES = {
-    "bandwidth": click.option(
-        "--bandwidth", type=_Quantity("byte/second", "3.35 TB/s"), help="Override memory bandwidth."
-    ),
-    "flops": click.option("--flops", type=_Quantity("FLOP/second", "989 TFLOP/s"), help="Override peak FLOP/s."),
-    "memory": click.option("--memory", type=_Quantity("byte", "80 GB"), help="Override memory per accelerator."),
-    "power": click.option("--power", type=_Quantity("watt", "700 W"), help="Override power per accelerator."),
-}
+model_options = _options(option("model"), option("config"))
+GPU_FIGURES = {name: option(name) for name in ("bandwidth", "flops", "memory", "power")}
 
 
 def gpu_options_for(*figures: str) -> Callable[..., Any]:
     """--gpu and the datasheet overrides a command reads (an override it ignores is not offered)."""
     return _options(
-        click.option("--gpu", "-g", help=f"Accelerator (see 'derive gpus'). Default: {DEFAULTS['gpu']}."),
+        option("gpu"),
         *(GPU_FIGURES[f] for f in figures),
     )
 
@@ -153,32 +161,14 @@ gpu_options = gpu_options_for(*GPU_FIGURES)
 ROOFLINE = ("bandwidth", "flops", "memory")
 
 
-context_options = _options(
-    click.option(
-        "--context", "-s", type=COUNT, help=f"Tokens of context per sequence. Default: {DEFAULTS['context']}."
-    ),
-    click.option(
-        "--allow-long-context",
-        is_flag=True,
-        default=None,
-        help="Size a --context beyond the config's position limit anyway (with a note).",
-    ),
-)
-dtype_option = click.option(
-    "--dtype", type=click.Choice(DTYPES, case_sensitive=False), help="Weight dtype. Default: bf16."
-)
-kv_dtype_option = click.option(
-    "--kv-dtype",
-    type=click.Choice(DTYPES, case_sensitive=False),
-    help="KV-cache dtype. Default: the weight dtype (bf16 for int8/int4/fp4 weights).",
-)
+context_options = _options(option("context"), option("allow_long_context"))
+dtype_option = option("dtype")
+kv_dtype_option = option("kv_dtype")
 WORKLOAD = {"context": context_options, "dtype": dtype_option, "kv_dtype": kv_dtype_option}
 workload_options = _options(*WORKLOAD.values())
 
 
-tp_option = click.option(
-    "--tp", type=COUNT, help="Tensor-parallel degree. Default: the smallest power of two that fits."
-)
+tp_option = option("tp")
 set_option = click.option(
     "--set",
     "settings",
@@ -186,9 +176,7 @@ set_option = click.option(
     metavar="KEY=VALUE",
     help="Give any quantity a value: --set batch=16, --set 'bandwidth=3.35 TB/s'.",
 )
-batch_option = click.option(
-    "--batch", "-b", type=COUNT, help=f"Sequences decoded together. Default: {DEFAULTS['batch']}."
-)
+batch_option = option("batch")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the derivation.")
 
 
@@ -196,11 +184,9 @@ def _emit(result: Any, as_json: bool) -> None:
     click.echo(result.to_json() if as_json else result.to_text(), nl=False)
 
 
-def _doc(api_name: str) -> str:
+def _doc(function: Callable[..., Any]) -> str:
     """A command's help: the first paragraph of its API function's docstring (one text for both)."""
-    from derive import api
-
-    return str(getattr(api, api_name).__doc__).split("\n\n")[0].strip()
+    return str(function.__doc__).split("\n\n")[0].strip()
 
 
 figure_option = click.option("--figure", type=_PathText("FILE"), help="Also draw the figure to this .svg (and .png).")
@@ -223,7 +209,7 @@ def crossover() -> None:
 
 def _sheet_command(
     name: str,
-    api_name: str,
+    function: Callable[..., Any],
     *extra: Callable[..., Any],
     need_gpu: bool = True,
     reads: tuple[str, ...] = ("context", "dtype", "kv_dtype"),
@@ -236,17 +222,17 @@ def _sheet_command(
     """
 
     def command(as_json: bool, **kwargs: Any) -> None:
-        from derive import api, validate
+        from derive import validate
 
         path = kwargs.pop("figure", None)
         if path:
             validate.output_file(path, "--figure")  # before any work: an unwritable path fails first
-        result = getattr(api, api_name)(**kwargs)
+        result = function(**kwargs)
         if path:
             result.figure(path)
         _emit(result, as_json)
 
-    command.__doc__ = _doc(api_name)
+    command.__doc__ = _doc(function)
     decorated: Any = command
     for decorator in reversed(
         (
@@ -263,26 +249,12 @@ def _sheet_command(
     group.command(name=name.split()[-1])(decorated)
 
 
-prompt_option = click.option("--prompt", type=COUNT, help=f"Prompt tokens per request. Default: {DEFAULTS['prompt']}.")
-output_option = click.option("--output", type=COUNT, help=f"Output tokens per request. Default: {DEFAULTS['output']}.")
-layout_options = (
-    click.option(
-        "--ep",
-        type=COUNT,
-        help="Expert-parallel ranks: 1 (default) splits each expert --tp ways; tp·dp places whole experts.",
-    ),
-    click.option("--pp", type=COUNT, help="Pipeline stages; --batch is then one micro-batch of each. Default: 1."),
-    click.option(
-        "--dp", type=COUNT, help="Attention data-parallel ranks sharing the routed experts (MoE). Default: 1."
-    ),
-)
-floor_option = click.option(
-    "--floor", is_flag=True, default=None, help="The roofline floor alone, without the calibrated estimate."
-)
+prompt_option = option("prompt")
+output_option = option("output")
+layout_options = (option("ep"), option("pp"), option("dp"))
+floor_option = option("floor")
 vs_option = click.option("--vs", required=True, help="The accelerator to compare with.")
-tokens_option = click.option(
-    "--tokens", type=COUNT, help=f"Tokens through the layer at once (T). Default: {DEFAULTS['tokens']}."
-)
+tokens_option = option("tokens")
 link_option = click.option(
     "--link",
     help="Interconnect: 'nvlink' or 'network' (the system's NVLink or scale-out network per accelerator, one way; "
@@ -303,19 +275,19 @@ check_option = click.option(
     help="Also build the config with transformers on the meta device and compare layer by layer "
     "(needs pip install 'derive[hf]').",
 )
-_sheet_command("params", "params", check_option, need_gpu=False, reads=())
-_sheet_command("kv", "kv", batch_option, need_gpu=False, figure=True)
-_sheet_command("knee", "knee", tp_option, figure=True)
-_sheet_command("flops", "flops", need_gpu=False, reads=("context",))
-_sheet_command("fit", "fit", tp_option, figures=("memory",))
-_sheet_command("intensity", "intensity", batch_option, figures=("bandwidth", "flops"), figure=True)
-_sheet_command("crossover kv-weights", "crossover_kv_weights", batch_option, figures=("memory",), figure=True)
+_sheet_command("params", api.params, check_option, need_gpu=False, reads=())
+_sheet_command("kv", api.kv, batch_option, need_gpu=False, figure=True)
+_sheet_command("knee", api.knee, tp_option, figure=True)
+_sheet_command("flops", api.flops, need_gpu=False, reads=("context",))
+_sheet_command("fit", api.fit, tp_option, figures=("memory",))
+_sheet_command("intensity", api.intensity, batch_option, figures=("bandwidth", "flops"), figure=True)
+_sheet_command("crossover kv-weights", api.crossover_kv_weights, batch_option, figures=("memory",), figure=True)
 _sheet_command(
-    "crossover prefill", "crossover_prefill", reads=("dtype", "kv_dtype"), figures=("bandwidth", "flops"), figure=True
+    "crossover prefill", api.crossover_prefill, reads=("dtype", "kv_dtype"), figures=("bandwidth", "flops"), figure=True
 )
 _sheet_command(
     "predict",
-    "predict",
+    api.predict,
     tp_option,
     *layout_options,
     batch_option,
@@ -325,17 +297,17 @@ _sheet_command(
     reads=("dtype", "kv_dtype"),
     figure=True,
 )
-_sheet_command("compare", "compare", tp_option, vs_option)
-_sheet_command("experts", "experts", batch_option, need_gpu=False, reads=("dtype",), figure=True)
-_sheet_command("energy", "energy", tp_option, batch_option, figures=tuple(GPU_FIGURES))
+_sheet_command("compare", api.compare, tp_option, vs_option)
+_sheet_command("experts", api.experts, batch_option, need_gpu=False, reads=("dtype",), figure=True)
+_sheet_command("energy", api.energy, tp_option, batch_option, figures=tuple(GPU_FIGURES))
 _sheet_command(
-    "shard", "shard", tp_option, tokens_option, link_option, reads=("dtype",), figures=("bandwidth", "flops")
+    "shard", api.shard, tp_option, tokens_option, link_option, reads=("dtype",), figures=("bandwidth", "flops")
 )
-_sheet_command("claim", "claim", tp_option, claim_option, figures=("bandwidth", "memory"))
-_sheet_command("attention-memory", "attention_memory", need_gpu=False, reads=("context", "dtype"))
+_sheet_command("claim", api.claim, tp_option, claim_option, figures=("bandwidth", "memory"))
+_sheet_command("attention-memory", api.attention_memory, need_gpu=False, reads=("context", "dtype"))
 _sheet_command(
     "utilisation",
-    "utilisation",
+    api.utilisation,
     tp_option,
     batch_option,
     click.option(
@@ -385,7 +357,7 @@ def simulate() -> None:
     """Discrete-event simulations driven by the step-time model."""
 
 
-@simulate.command(name="batching", help=_doc("simulate_batching"))
+@simulate.command(name="batching", help=_doc(api.simulate_batching))
 @model_options
 @gpu_options_for(*ROOFLINE)
 @dtype_option
@@ -450,7 +422,7 @@ def simulate_batching(
     _emit(result, as_json)
 
 
-@cli.command(help=_doc("plan"))
+@cli.command(help=_doc(api.plan))
 @model_options
 @click.option(
     "--gpu", "-g", "gpus", default="h100,h200,b200", show_default=True, help="Accelerators to plan on, comma-separated."
@@ -605,7 +577,7 @@ def formulas(as_json: bool) -> None:
     click.echo(listing.formulas(as_json), nl=False)
 
 
-@cli.command(name="eval", help=_doc("evaluate"))
+@cli.command(name="eval", help=_doc(api.evaluate))
 @click.argument("name")
 @model_options
 @gpu_options
@@ -620,7 +592,7 @@ def eval_command(name: str, settings: tuple[str, ...], as_json: bool, **kwargs: 
     _emit(api.evaluate(name, settings=settings, **kwargs), as_json)
 
 
-@cli.command(name="solve", help=_doc("solve"))
+@cli.command(name="solve", help=_doc(api.solve))
 @click.argument("equation")
 @click.option("--for", "unknown", required=True, help="The quantity to solve for, e.g. context.")
 @model_options

@@ -16,7 +16,6 @@ Nothing heavy is imported here at import time: `import derive` stays fast.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -235,13 +234,14 @@ def _inputs(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _derive(builder: str, values: Mapping[str, Any], need_gpu: bool, figure: str = "", *args: Any) -> Derivation:
-    """Build one command's derivation: the scenario from `values`, then the builder ('module.function')."""
+def _derive(
+    build: Callable[..., Any], values: Mapping[str, Any], need_gpu: bool, figure: str = "", *args: Any
+) -> Derivation:
+    """Build one command's derivation: the scenario from `values`, then the derivation `build` (imported by the
+    caller, where it is used: a command loads only its own derivation)."""
     from derive import scenario
 
     setup = scenario.build(_inputs(values), need_gpu=need_gpu)
-    module, _, attribute = builder.rpartition(".")
-    build: Callable[..., Any] = getattr(importlib.import_module(module), attribute)
     return Derivation(build(setup, *args), setup, figure)
 
 
@@ -358,7 +358,9 @@ def params(model: Any = None, *, config: str | Path | None = None, check: bool |
     """
     if check is not None and not isinstance(check, bool):
         raise DeriveError(f"check is {check!r}, not true or false", "Pass check=True or leave it out")
-    return _derive("derive.derivations.slice.params", {"model": model, "config": config}, False, "", bool(check))
+    from derive.derivations.slice import params as build
+
+    return _derive(build, {"model": model, "config": config}, False, "", bool(check))
 
 
 def kv(
@@ -376,7 +378,10 @@ def kv(
     >>> derive.kv("llama3-8b", context=8192).results["kv_bytes_per_token"]
     <Quantity(131072, 'byte / token')>
     """
-    return _derive("derive.derivations.slice.kv", _named(locals()), False, "kv")
+    values = _named(locals())
+    from derive.derivations.slice import kv as build
+
+    return _derive(build, values, False, "kv")
 
 
 def knee(
@@ -398,7 +403,10 @@ def knee(
     >>> derive.knee("llama70b").results["first_limit"]
     'memory_capacity'
     """
-    return _derive("derive.derivations.slice.knee", _named(locals()), True, "knee")
+    values = _named(locals())
+    from derive.derivations.slice import knee as build
+
+    return _derive(build, values, True, "knee")
 
 
 def flops(
@@ -413,7 +421,10 @@ def flops(
     >>> derive.flops("llama3-8b").results["flops_per_token"].units
     <Unit('FLOP / token')>
     """
-    return _derive("derive.derivations.costs.flops", _named(locals()), False)
+    values = _named(locals())
+    from derive.derivations.costs import flops as build
+
+    return _derive(build, values, False)
 
 
 def fit(
@@ -433,7 +444,10 @@ def fit(
     >>> derive.fit("llama2-13b", "a100", dtype="fp16").results["max_sequences"]
     <Quantity(32, 'sequence')>
     """
-    return _derive("derive.derivations.costs.fit", _named(locals()), True)
+    values = _named(locals())
+    from derive.derivations.costs import fit as build
+
+    return _derive(build, values, True)
 
 
 def intensity(
@@ -454,7 +468,10 @@ def intensity(
     >>> derive.intensity("llama70b", batch=1).results["qkv_intensity"]  # 2 FLOPs per 2-byte weight
     <Quantity(1, 'FLOP / byte')>
     """
-    return _derive("derive.derivations.costs.intensity", _named(locals()), True, "intensity")
+    values = _named(locals())
+    from derive.derivations.costs import intensity as build
+
+    return _derive(build, values, True, "intensity")
 
 
 def crossover_kv_weights(
@@ -474,7 +491,10 @@ def crossover_kv_weights(
     >>> derive.crossover_kv_weights("llama3-8b", batch=16).results["crossover_context"].units
     <Unit('token / sequence')>
     """
-    return _derive("derive.derivations.costs.crossover_kv_weights", _named(locals()), True, "crossover kv-weights")
+    values = _named(locals())
+    from derive.derivations.costs import crossover_kv_weights as build
+
+    return _derive(build, values, True, "crossover kv-weights")
 
 
 def crossover_prefill(
@@ -492,7 +512,10 @@ def crossover_prefill(
     >>> derive.crossover_prefill("llama3-70b").results["compute_bound_prompt_tokens"].units
     <Unit('token / sequence')>
     """
-    return _derive("derive.derivations.costs.crossover_prefill", _named(locals()), True, "crossover prefill")
+    values = _named(locals())
+    from derive.derivations.costs import crossover_prefill as build
+
+    return _derive(build, values, True, "crossover prefill")
 
 
 def predict(
@@ -521,7 +544,10 @@ def predict(
     >>> r.results["tpot_floor"] < r.results["tpot"]
     True
     """
-    return _derive("derive.derivations.costs.predict", _named(locals()), True, "predict")
+    values = _named(locals())
+    from derive.derivations.costs import predict as build
+
+    return _derive(build, values, True, "predict")
 
 
 def compare(
@@ -544,7 +570,10 @@ def compare(
     >>> derive.compare("llama3-70b", "h100", vs="b200").inputs["gpu"]
     'h100'
     """
-    return _derive("derive.derivations.costs.compare", _named(locals()), True)
+    values = _named(locals())
+    from derive.derivations.costs import compare as build
+
+    return _derive(build, values, True)
 
 
 def experts(
@@ -559,7 +588,10 @@ def experts(
     >>> derive.experts("mixtral-8x7b", batch=1).results["experts_touched"]  # top-2 routing: 2 experts a layer
     2
     """
-    return _derive("derive.derivations.moe.experts", _named(locals()), False, "experts")
+    values = _named(locals())
+    from derive.derivations.moe import experts as build
+
+    return _derive(build, values, False, "experts")
 
 
 def energy(
@@ -583,7 +615,10 @@ def energy(
     >>> derive.energy("llama3-8b", power="350 W").inputs["model"]
     'llama3-8b'
     """
-    return _derive("derive.derivations.energy.energy", _named(locals()), True)
+    values = _named(locals())
+    from derive.derivations.energy import energy as build
+
+    return _derive(build, values, True)
 
 
 def shard(
@@ -603,7 +638,10 @@ def shard(
     >>> derive.shard("llama3-70b", tp=8, link="50 GB/s").inputs["tp"]
     8
     """
-    return _derive("derive.derivations.sharding.shard", _named(locals()), True)
+    values = _named(locals())
+    from derive.derivations.sharding import shard as build
+
+    return _derive(build, values, True)
 
 
 def claim(
@@ -627,7 +665,9 @@ def claim(
     """
     values = _named(locals())
     values["claim"] = _quantity(values["claim"], "token/second", "--claim")
-    return _derive("derive.derivations.claim.claim", values, True)
+    from derive.derivations.claim import claim as build
+
+    return _derive(build, values, True)
 
 
 def attention_memory(
@@ -643,7 +683,10 @@ def attention_memory(
     >>> derive.attention_memory("llama3-8b", context=8192).command
     'attention-memory'
     """
-    return _derive("derive.derivations.attention_memory.attention_memory", _named(locals()), False)
+    values = _named(locals())
+    from derive.derivations.attention_memory import attention_memory as build
+
+    return _derive(build, values, False)
 
 
 def utilisation(
@@ -674,7 +717,9 @@ def utilisation(
 
     seconds = None if step_time is None else _quantity(step_time, "second", "--step-time")
     fraction = sympy.Rational(validate.number(recompute, "recompute", "--recompute", 0, 10, True))
-    return _derive("derive.derivations.utilisation.utilisation", values, True, "", seconds, fraction)
+    from derive.derivations.utilisation import utilisation as build
+
+    return _derive(build, values, True, "", seconds, fraction)
 
 
 def evaluate(
@@ -701,7 +746,9 @@ def evaluate(
     <Quantity(4294967296, 'byte')>
     """
     values = _named(locals(), drop=("name", "settings"))
-    return _derive("derive.derivations.generic.evaluate_formula", values, True, "", name, _settings(settings))
+    from derive.derivations.generic import evaluate_formula as build
+
+    return _derive(build, values, True, "", name, _settings(settings))
 
 
 def solve(
@@ -730,7 +777,9 @@ def solve(
     W/(B*k)
     """
     values = _named(locals(), drop=("equation", "for_", "settings"))
-    return _derive("derive.derivations.generic.solve_equation", values, True, "", equation, for_, _settings(settings))
+    from derive.derivations.generic import solve_equation as build
+
+    return _derive(build, values, True, "", equation, for_, _settings(settings))
 
 
 def simulate_batching(

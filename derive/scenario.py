@@ -13,19 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-# The one default of each input every command shares (the tensor-parallel degree has a rule instead:
-# the smallest power of two whose memory holds the weights and one sequence, derivations.common.smallest_tp).
-DEFAULTS: dict[str, Any] = {
-    "gpu": "h100",
-    "dtype": "bf16",
-    "context": 2048,
-    "batch": 1,
-    "prompt": 2048,
-    "output": 256,
-    "tokens": 1,
-}
-# Datasheet figures an input may override, each the unit it must carry.
-OVERRIDES = {"bandwidth": "byte/second", "flops": "FLOP/second", "memory": "byte", "power": "watt"}
+from derive.inputs import DEFAULTS, OVERRIDES  # declared once, with their help and units (derive/inputs.py)
+
 # Inputs passed to the Setup as they are (validated there).
 _PLAIN = ("tp", "ep", "pp", "dp", "claim", "floor", "allow_long_context")
 

@@ -25,9 +25,9 @@ from formulas import notation as sym
 
 
 def peak(setup: Setup, inputs: Inputs) -> tuple[sympy.Expr, str]:
-    """Peak FLOP/s: --set peak_flops=..., the catalog figure for the dtype, else the bf16 tensor-core peak."""
-    if inputs.get("peak_flops"):
-        return assumed(inputs, "peak_flops", "FLOP/second"), "--set peak_flops"
+    """Peak FLOP/s: --set flops=..., the catalog figure for the dtype, else the bf16 tensor-core peak."""
+    if inputs.get("flops"):
+        return assumed(inputs, "flops", "FLOP/second"), "--set flops"
     assert setup.gpu is not None
     if setup.dtype in setup.gpu.flops:
         return setup.gpu.peak(setup.dtype)
@@ -308,6 +308,6 @@ QUESTION = Question(
         "batch": 8,
         "prompt": 960,
     },
-    changeable=("model", "gpu", "dtype", "kv_dtype", "context", "batch", "prompt", "peak_flops"),
+    changeable=("model", "gpu", "dtype", "kv_dtype", "context", "batch", "prompt", "flops"),
     build=build,
 )

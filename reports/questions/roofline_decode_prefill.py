@@ -217,7 +217,7 @@ def _wrong_answers(answer: Answer, step: Sheet, q: dict[str, Quantity], prefill_
 
 def _follow_up(answer: Answer, inputs: Inputs, q: dict[str, Quantity]) -> None:
     """The same two phases with the model in bf16, on the tensor cores' roof."""
-    if inputs.get("dtype") == "bf16" or inputs.get("peak_flops"):
+    if inputs.get("dtype") == "bf16" or inputs.get("flops"):
         return
     try:
         setup = inputs.setup(batch=1, dtype="bf16", kv_dtype="bf16")
@@ -263,6 +263,6 @@ QUESTION = Question(
         "prompt": 960,
         "measure": False,
     },
-    changeable=("model", "gpu", "dtype", "kv_dtype", "context", "prompt", "peak_flops", "measure"),
+    changeable=("model", "gpu", "dtype", "kv_dtype", "context", "prompt", "flops", "measure"),
     build=build,
 )

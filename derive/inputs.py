@@ -1,0 +1,68 @@
+"""The inputs commands share, declared once: name, kind, unit, default, help.
+
+The CLI builds its options from this table (cli.py's `option`), the scenario builder takes its
+defaults and the datasheet overrides' units from it (derive/scenario.py), and tests check the rest
+against it: every API keyword of that name, every field of the Setup, every question's changeable
+input (tests/test_inputs.py). Bounds are derive/validate.py's, applied by kind: a count is a whole
+number within its sanity bound, a quantity carries the unit below. This module imports nothing heavy:
+`derive --help` reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "fp4", "int4")
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str  # the API keyword, the scenario key and the Setup field
+    kind: str  # "count", "quantity", "choice", "flag", "text" or "path"
+    help: str
+    default: Any = None  # None: none, or a rule the help states
+    unit: str = ""  # a quantity's unit
+    example: str = ""  # a quantity as typed, for the help's metavar
+    short: str = ""  # a one-letter option
+
+    @property
+    def option(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def text(self) -> str:
+        """The help with its default, as the CLI shows it."""
+        return f"{self.help} Default: {self.default}." if self.default is not None else self.help
+
+
+_TABLE = (
+    Input("model", "text", "Catalog model name or alias (see 'derive models').", short="-m"),
+    Input("config", "path", "A local Hugging Face config.json, or its folder."),
+    Input("gpu", "text", "Accelerator (see 'derive gpus').", default="h100", short="-g"),
+    Input("bandwidth", "quantity", "Override memory bandwidth.", unit="byte/second", example="3.35 TB/s"),
+    Input("flops", "quantity", "Override peak FLOP/s.", unit="FLOP/second", example="989 TFLOP/s"),
+    Input("memory", "quantity", "Override memory per accelerator.", unit="byte", example="80 GB"),
+    Input("power", "quantity", "Override power per accelerator.", unit="watt", example="700 W"),
+    Input("dtype", "choice", "Weight dtype.", default="bf16"),
+    Input("kv_dtype", "choice", "KV-cache dtype. Default: the weight dtype (bf16 for int8/int4/fp4 weights)."),
+    Input("context", "count", "Tokens of context per sequence.", default=2048, short="-s"),
+    Input("allow_long_context", "flag", "Size a --context beyond the config's position limit anyway (with a note)."),
+    Input("tp", "count", "Tensor-parallel degree. Default: the smallest power of two that fits."),
+    Input(
+        "ep", "count", "Expert-parallel ranks: 1 (default) splits each expert --tp ways; tp·dp places whole experts."
+    ),
+    Input("pp", "count", "Pipeline stages; --batch is then one micro-batch of each. Default: 1."),
+    Input("dp", "count", "Attention data-parallel ranks sharing the routed experts (MoE). Default: 1."),
+    Input("batch", "count", "Sequences decoded together.", default=1, short="-b"),
+    Input("prompt", "count", "Prompt tokens per request.", default=2048),
+    Input("output", "count", "Output tokens per request.", default=256),
+    Input("tokens", "count", "Tokens through the layer at once (T).", default=1),
+    Input("floor", "flag", "The roofline floor alone, without the calibrated estimate."),
+)
+INPUTS: dict[str, Input] = {i.name: i for i in _TABLE}
+
+# The scenario's defaults (the tensor-parallel degree has a rule instead: derivations.common.smallest_tp).
+DEFAULTS: dict[str, Any] = {i.name: i.default for i in _TABLE if i.default is not None}
+# Datasheet figures an input may override, each the unit it must carry.
+OVERRIDES: dict[str, str] = {i.name: i.unit for i in _TABLE if i.kind == "quantity"}
