@@ -25,7 +25,7 @@ from derive.scenario import DEFAULTS
 
 class _DeriveGroup(click.Group):
     def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        from derive.errors import DeriveError
+        from derive.core.errors import DeriveError
 
         kwargs["standalone_mode"] = False
         try:
@@ -57,18 +57,18 @@ class _DeriveGroup(click.Group):
 
 
 class _Count(click.ParamType):
-    """A whole number of at least 1 (batch, context, tp), within its sanity bound (derive/validate.py)."""
+    """A whole number of at least 1 (batch, context, tp), within its sanity bound (derive/core/validate.py)."""
 
     name = "N"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> int:
-        from derive import validate
+        from derive.core import validate
 
         return validate.count(value, param.name if param else "count", param.opts[0] if param else "")
 
 
 class _Number(click.ParamType):
-    """A finite plain number within bounds (derive/validate.py): a share, a load, a recomputed fraction."""
+    """A finite plain number within bounds (derive/core/validate.py): a share, a load, a recomputed fraction."""
 
     name = "number"
 
@@ -79,14 +79,14 @@ class _Number(click.ParamType):
         return f"{'[' if self.zero else '('}{self.low:g}..{self.high:g}]" if self.high is not None else "NUMBER"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        from derive import validate
+        from derive.core import validate
 
         opt = param.opts[0] if param else ""
         return validate.number(value, param.name if param else "", opt, self.low, self.high, self.zero)
 
 
 class _PathText(click.ParamType):
-    """A path as typed: a file or folder the command checks itself (derive/validate.py), never a NUL byte."""
+    """A path as typed: a file or folder the command checks itself (derive/core/validate.py), never a NUL byte."""
 
     def __init__(self, metavar: str) -> None:
         self.name = metavar.lower()
@@ -96,7 +96,7 @@ class _PathText(click.ParamType):
         return self.metavar
 
     def convert(self, value: Any, param: Any, ctx: Any) -> str:
-        from derive import validate
+        from derive.core import validate
 
         return validate.path_text(value, param.opts[0] if param else "")
 
@@ -112,7 +112,7 @@ class _Quantity(click.ParamType):
         return f"'{self.example}'"
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        from derive import validate
+        from derive.core import validate
 
         return validate.quantity(value, self.unit_text, param.opts[0] if param else "")
 
@@ -222,7 +222,7 @@ def _sheet_command(
     """
 
     def command(as_json: bool, **kwargs: Any) -> None:
-        from derive import validate
+        from derive.core import validate
 
         path = kwargs.pop("figure", None)
         if path:
@@ -336,7 +336,7 @@ def measure(quick: bool, out: str | None, figure: str | None, as_json: bool) -> 
     from pathlib import Path
 
     from derive import measurement as measuring
-    from derive import validate
+    from derive.core import validate
 
     out_file = validate.output_file(out) if out else None  # checked before a minute of measuring
     if figure:
@@ -401,7 +401,8 @@ def simulate_batching(
     figure: str | None,
     **kwargs: Any,
 ) -> None:
-    from derive import api, validate
+    from derive import api
+    from derive.core import validate
 
     if figure:
         validate.output_file(figure, "--figure")  # before the simulation: an unwritable path fails first
@@ -444,7 +445,8 @@ def simulate_batching(
 @figure_option
 @json_option
 def plan(as_json: bool, figure: str | None, gpus: str, ttft: Any, **kwargs: Any) -> None:
-    from derive import api, validate
+    from derive import api
+    from derive.core import validate
 
     if figure:
         validate.output_file(figure, "--figure")
@@ -504,8 +506,9 @@ def sweep(
     """
     import sys as system
 
-    from derive import api, validate
-    from derive.errors import DeriveError
+    from derive import api
+    from derive.core import validate
+    from derive.core.errors import DeriveError
 
     target_file = validate.output_file(out) if out else None
     if figure:
@@ -555,7 +558,7 @@ def sweep(
 
 def _sweep_format(out: str | None) -> str:
     """The format an --out path asks for by its suffix: .csv (and stdout), .parquet, .jsonl."""
-    from derive.errors import DeriveError
+    from derive.core.errors import DeriveError
 
     if out is None or out.endswith(".csv"):
         return "csv"
@@ -639,7 +642,8 @@ def answer(
     measure: bool,
 ) -> None:
     """A worked answer to one of the 25 questions, for its defaults or your model and accelerator."""
-    from derive import answers, validate
+    from derive import answers
+    from derive.core import validate
 
     if list_questions or not question_id:
         for q in answers.questions().values():
@@ -694,7 +698,7 @@ def gpus(as_json: bool) -> None:
 def check(as_json: bool) -> None:
     """Check every formula's units; exit non-zero if any fails."""
     from derive import checker
-    from derive.render import listing_json
+    from derive.core.render import listing_json
 
     report, failures = checker.run()
     if as_json:

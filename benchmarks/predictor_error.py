@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import profiled  # noqa: E402
 
 from derive.catalog import load_gpu, load_model  # noqa: E402
+from derive.core.units import parse_quantity  # noqa: E402
 from derive.derivations.common import Setup  # noqa: E402
 from derive.derivations.costs import predict  # noqa: E402
-from derive.units import parse_quantity  # noqa: E402
 
 MEASURED = ROOT / "reports" / "data" / "measured.toml"
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import sympy
 
-from derive.errors import DeriveError
-from derive.sheet import Figure, Prose, Quantity, Result, Section
+from derive.core.errors import DeriveError
+from derive.core.sheet import Figure, Prose, Quantity, Result, Section
 
 # Inputs every question understands, with the option that sets each.
 COMMON_INPUTS = ("model", "gpu", "tp", "batch", "context", "dtype", "kv_dtype", "prompt", "output")
@@ -82,7 +82,7 @@ class Inputs(dict):  # type: ignore[type-arg]
 
 def assumed(inputs: Mapping[str, Any], key: str, unit: str = "") -> sympy.Expr:
     """A question's input ('5 us', '0.85', or an int from --set) as an exact value in base units, validated."""
-    from derive import validate
+    from derive.core import validate
 
     value = inputs[key]
     if isinstance(value, int) and not isinstance(value, bool):
@@ -94,15 +94,23 @@ def assumed(inputs: Mapping[str, Any], key: str, unit: str = "") -> sympy.Expr:
 
 @lru_cache(maxsize=1)
 def questions() -> dict[str, Question]:
-    """Every question in reports/questions/, by id, in the order of their modules."""
-    import reports.questions as package
+    """Every question of the banks installed under the 'derive.questions' entry point (this project's is
+    reports/questions/, pyproject.toml), by id, in the seed documents' order. The engine names no bank itself."""
+    from importlib.metadata import entry_points
 
     found: dict[str, Question] = {}
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"reports.questions.{info.name}")
-        question = getattr(module, "QUESTION", None)
-        if isinstance(question, Question):
-            found[question.id] = question
+    for bank in entry_points(group="derive.questions"):
+        package = bank.load()
+        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            question = getattr(module, "QUESTION", None)
+            if isinstance(question, Question):
+                found[question.id] = question
+    if not found:
+        raise DeriveError(
+            "no question bank is installed (the 'derive.questions' entry point)",
+            "Install derive with pip install -e . from its source, which registers reports/questions",
+        )
     return dict(sorted(found.items(), key=lambda item: _seed_order(item[1].source)))
 
 
@@ -114,7 +122,7 @@ def _seed_order(source: str) -> tuple[int, ...]:
 def question(question_id: str) -> Question:
     bank = questions()
     if question_id not in bank:
-        from derive.names import closest
+        from derive.core.names import closest
 
         raise DeriveError(
             f"unknown question '{question_id}'", f"{closest(question_id, bank)}Run 'derive answer --list' to see them"
@@ -144,8 +152,8 @@ def answer(question_id: str, overrides: Mapping[str, Any] | None = None) -> Answ
 
 def write(answer: Answer, out: Path, figures_dir: str = "figures") -> list[Path]:
     """Write ID.md, ID.tex and the figures of one answer under `out`."""
+    from derive.core.validate import atomic, make_folder, output_folder
     from derive.sheet_render import render
-    from derive.validate import atomic, make_folder, output_folder
 
     make_folder(output_folder(out))  # the folder itself, inside one that exists (never its parents)
     written = []
@@ -163,8 +171,8 @@ def write(answer: Answer, out: Path, figures_dir: str = "figures") -> list[Path]
 
 def write_all(out: Path, progress: Callable[[str], None] = lambda _: None) -> list[Path]:
     """Every question at its defaults, and book.tex gathering them; `progress` hears each question's id."""
+    from derive.core.validate import atomic, make_folder, output_folder
     from derive.sheet_render import render_book
-    from derive.validate import atomic, make_folder, output_folder
 
     make_folder(output_folder(out))  # before any question runs: an unwritable folder fails first
     answers = []

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from derive.errors import DeriveError
+from derive.core.errors import DeriveError
 
 __all__ = [
     "Answer",
@@ -70,7 +70,7 @@ class Derivation:
     render it, and a notebook shows it as Markdown.
     """
 
-    sheet: Any  # derive.sheet.Sheet
+    sheet: Any  # derive.core.sheet.Sheet
     setup: Any = None  # the derivations.Setup it ran on
     figure_kind: str = ""  # the command whose figure `figure()` draws
     figure_data: dict[str, Any] = field(default_factory=dict)  # what else that figure needs (a simulation's runs)
@@ -109,12 +109,12 @@ class Derivation:
         return {s.key: v for s, v in self.sheet.values.items()}
 
     def to_json(self) -> str:
-        from derive.render import to_json
+        from derive.core.render import to_json
 
         return to_json(self.sheet)
 
     def to_text(self) -> str:
-        from derive.render import render_text
+        from derive.core.render import render_text
 
         return render_text(self.sheet)
 
@@ -138,9 +138,9 @@ class Derivation:
         """
         import numpy as np
 
+        from derive.core.evaluation import over as function_of
         from derive.derivations.common import model_library
         from derive.derivations.generic import symbol_for
-        from derive.evaluation import over as function_of
 
         target, variable = symbol_for(quantity), symbol_for(over)
         xs = np.asarray(at, dtype=float)
@@ -149,7 +149,8 @@ class Derivation:
 
     def figure(self, path: str | Path) -> list[Path]:
         """Draw this derivation's figure to PATH (.svg, and a .png beside it); returns the files written."""
-        from derive import plots, validate
+        from derive import plots
+        from derive.core import validate
 
         if not self.figure_kind:
             raise DeriveError(f"'{self.command}' has no figure", f"Figures are drawn for: {', '.join(plots.KINDS)}")
@@ -179,7 +180,7 @@ class Answer:
         return {name: _pint(r.value, r.unit) for name, r in self.answer.results.items()}
 
     def to_json(self) -> str:
-        from derive.render import answer_json
+        from derive.core.render import answer_json
 
         return answer_json(self.answer)
 
@@ -195,7 +196,8 @@ class Answer:
 
     def write(self, folder: str | Path) -> list[Path]:
         """ID.md, ID.tex and the figures, into `folder` (which must exist or have a parent that does)."""
-        from derive import answers, validate
+        from derive import answers
+        from derive.core import validate
 
         return answers.write(self.answer, validate.output_folder(folder))
 
@@ -212,7 +214,7 @@ def _pint(value: Any, unit: str) -> Any:
         return value
     import sympy
 
-    from derive.units import base_unit_text, registry
+    from derive.core.units import base_unit_text, registry
 
     exact = sympy.sympify(value)
     number = int(exact) if exact.is_Integer else float(exact)
@@ -713,7 +715,7 @@ def utilisation(
     values = _named(locals(), drop=("step_time", "recompute"))
     import sympy
 
-    from derive import validate
+    from derive.core import validate
 
     seconds = None if step_time is None else _quantity(step_time, "second", "--step-time")
     fraction = sympy.Rational(validate.number(recompute, "recompute", "--recompute", 0, 10, True))
@@ -811,7 +813,8 @@ def simulate_batching(
     """
     values = _named(locals(), drop=_SIMULATION)
     from derive import measurement as measuring
-    from derive import scenario, validate
+    from derive import scenario
+    from derive.core import validate
     from derive.derivations.batching import Traffic, batching
 
     low, sep, high = str(replies).partition(":")
@@ -910,8 +913,9 @@ def plan(
     >>> p.pick().layout.tp, p.pick().binds
     (4, 'TPOT')
     """
-    from derive import planning, scenario, validate
+    from derive import planning, scenario
     from derive.catalog import Gpu, load_gpu
+    from derive.core import validate
 
     setup = scenario.build(
         _inputs({"model": model, "config": config, "prompt": prompt, "output": output, "dtype": dtype})
@@ -948,7 +952,8 @@ def answer(question_id: str, **inputs: Any) -> Answer:
     >>> derive.answer("kv-sizing-13b").results["max_sequences"]
     <Quantity(32, 'sequence')>
     """
-    from derive import answers, validate
+    from derive import answers
+    from derive.core import validate
 
     overrides = {}
     for key, value in inputs.items():
@@ -965,7 +970,8 @@ def sheets(out: str | Path, progress: Callable[[str], None] = lambda _: None) ->
     >>> sorted({p.suffix for p in written})
     ['.md', '.png', '.svg', '.tex']
     """
-    from derive import answers, validate
+    from derive import answers
+    from derive.core import validate
 
     return answers.write_all(validate.output_folder(out), progress=progress)
 
@@ -998,7 +1004,7 @@ def _text(value: Any) -> Any:
 
 def _quantity(value: Any, unit: str, option: str) -> Any:
     """'36 ms' or a pint quantity, checked; a value the CLI already checked (exact, base units) as it is."""
-    from derive import validate
+    from derive.core import validate
 
     value = _text(value)
     return validate.quantity(value, unit, option) if isinstance(value, str) else value

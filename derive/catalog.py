@@ -20,8 +20,8 @@ import sympy
 from derive.architecture.build import ModelFormulas, model_formulas
 from derive.architecture.model import Architecture
 from derive.architecture.reader import read_architecture
-from derive.errors import CatalogError, DeriveError
-from derive.names import closest
+from derive.core.errors import CatalogError, DeriveError
+from derive.core.names import closest
 
 # Bytes per stored value for each number format.
 DTYPE_BYTES: dict[str, sympy.Rational] = {
@@ -189,7 +189,7 @@ def load_config_path(path: str | Path) -> Model:
 
 @cache
 def load_gpu(name: str) -> Gpu:
-    from derive.units import parse_quantity
+    from derive.core.units import parse_quantity
 
     key = _resolve(name, _gpu_index(), "GPU", "derive gpus")
     entry = _gpu_index()[key]

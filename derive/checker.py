@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from derive.errors import DeriveError
+from derive.core.errors import DeriveError
 from formulas import MODULES as _LIBRARY_MODULES
 
 # The formula modules `derive check` imports: the library's own list (tests may add one).
@@ -18,8 +18,8 @@ MODULES = [f"formulas.{name}" for name in _LIBRARY_MODULES]
 def run(modules: list[str] | None = None) -> tuple[str, int]:
     """A report of every formula with its unit, and the number of failures."""
     from derive.catalog import load_model, model_names
-    from derive.library import LIBRARY
-    from derive.render import text
+    from derive.core.library import LIBRARY
+    from derive.core.printing import text
 
     lines, failures = [], 0
     for name in modules or MODULES:

@@ -3,7 +3,7 @@
 The CLI builds its options from this table (cli.py's `option`), the scenario builder takes its
 defaults and the datasheet overrides' units from it (derive/scenario.py), and tests check the rest
 against it: every API keyword of that name, every field of the Setup, every question's changeable
-input (tests/test_inputs.py). Bounds are derive/validate.py's, applied by kind: a count is a whole
+input (tests/test_inputs.py). Bounds are derive/core/validate.py's, applied by kind: a count is a whole
 number within its sanity bound, a quantity carries the unit below. This module imports nothing heavy:
 `derive --help` reads it.
 """

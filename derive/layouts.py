@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from derive.catalog import Model
-from derive.errors import DeriveError
+from derive.core.errors import DeriveError
 from derive.systems import System
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from derive.catalog import _gpu_index, _model_index, gpu_names, load_gpu, load_model, model_names
+from derive.core.evaluation import evaluate
+from derive.core.render import listing_json
+from derive.core.units import format_quantity
 from derive.derivations.common import model_library
-from derive.evaluation import evaluate
-from derive.render import listing_json
-from derive.units import format_quantity
 from formulas import notation as sym
 
 
@@ -88,7 +88,8 @@ def gpus(as_json: bool = False) -> str:
 
 
 def formulas(as_json: bool = False) -> str:
-    from derive.render import latex, text
+    from derive.core.printing import text
+    from derive.core.render import latex
     from formulas import library
 
     rows = [

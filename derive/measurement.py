@@ -25,7 +25,7 @@ import sympy
 
 from derive.architecture.model import Architecture
 from derive.catalog import Model, load_model
-from derive.evaluation import evaluate
+from derive.core.evaluation import evaluate
 from formulas import notation as sym
 from formulas import prefill as pf
 
@@ -90,7 +90,7 @@ def load(path: str) -> dict[str, Any]:
     import math
     from pathlib import Path
 
-    from derive.errors import DeriveError
+    from derive.core.errors import DeriveError
 
     def bad(why: str) -> DeriveError:
         return DeriveError(
@@ -367,7 +367,7 @@ def run(plan: Plan, progress: Callable[[str], None] = lambda _: None) -> Measure
 
 def report(result: Measurement) -> str:
     """The measurement as a terminal table."""
-    from derive.units import format_quantity
+    from derive.core.units import format_quantity
 
     m = result.machine
     lines = [

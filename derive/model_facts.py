@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 
 import sympy
 
-from derive.sheet import Compute, Given, Sheet, Step
-from derive.symbols import Sym, lookup
+from derive.core.sheet import Compute, Given, Sheet, Step
+from derive.core.symbols import Sym, lookup
 from formulas import notation as sym
 
 # The stored formats a model's quantities depend on (weights, cache, experts as shipped, recurrent state).

@@ -22,9 +22,9 @@ import sympy
 
 from derive.calibration import calibration
 from derive.catalog import Gpu, Model
-from derive.errors import DeriveError
+from derive.core.errors import DeriveError
+from derive.core.symbols import Sym
 from derive.layouts import Layout, kv_shards, search, shape
-from derive.symbols import Sym
 from derive.systems import Price, System, system_for
 from formulas import layout as lay
 from formulas import notation as sym
@@ -335,7 +335,7 @@ def _row(
     binds: str,
 ) -> Row:
     """The reported quantities of one layout, from the library's formulas."""
-    from derive.evaluation import evaluate
+    from derive.core.evaluation import evaluate
     from formulas.energy import P_acc
 
     given: dict[Sym, sympy.Expr] = {
@@ -404,7 +404,7 @@ def frontier(found: Search, targets: Targets, points: int = 48) -> tuple[np.ndar
     Each feasible layout is run from batch 1 to what its memory holds; the frontier keeps the points no other
     point beats on both axes.
     """
-    from derive.evaluation import inline
+    from derive.core.evaluation import inline
 
     assert found.compiled is not None
     per_accelerator = inline(lay.R_gpu.symbol, lay.tpot_s)

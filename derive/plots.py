@@ -1,7 +1,7 @@
 """The figure each command can draw (`--figure FILE`, `Derivation.figure(path)`), from its own sheet.
 
 Every curve is a library expression of the derivation, lambdified over the axis it varies
-(derive.evaluation.over), with every other value as the sheet has it; derive/figures.py draws it
+(derive.core.evaluation.over), with every other value as the sheet has it; derive/figures.py draws it
 in the sheets' deterministic style. The answer sheets draw the same figures through here.
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from derive import figures
-from derive.errors import DeriveError
-from derive.evaluation import over
+from derive.core.errors import DeriveError
+from derive.core.evaluation import over
 from formulas import notation as sym
 from formulas.reads import W_read
 

@@ -3,7 +3,7 @@
 Every entry point goes through `build`: the CLI's options, a question's inputs, the sweep's fixed
 values. It resolves catalog names and config paths, applies the datasheet overrides, fills the
 defaults below (recording which were used, for "defaults used:"), validates every count through
-derive/validate.py, and checks a context the user gave against the model's position limit.
+derive/core/validate.py, and checks a context the user gave against the model's position limit.
 
 This module imports nothing heavy at import time: the CLI reads DEFAULTS for its help text.
 """
@@ -31,8 +31,8 @@ def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str
     a path to a config.json; `gpu` and `vs` are names or loaded accelerators.
     """
     from derive.catalog import Gpu, Model, load_config_path, load_gpu, load_model
+    from derive.core.errors import DeriveError
     from derive.derivations.common import Setup
-    from derive.errors import DeriveError
 
     given = {k for k, v in values.items() if v is not None} if given is None else set(given)
     model, config = values.get("model"), values.get("config")
@@ -80,6 +80,6 @@ def _quantity(value: Any, unit: str, key: str) -> Any:
     """A figure as typed ('3.35 TB/s', checked) or already a value in base units (left alone)."""
     if not isinstance(value, str):
         return value
-    from derive import validate
+    from derive.core import validate
 
     return validate.quantity(value, unit, f"--{key}")

@@ -14,10 +14,10 @@ from typing import Any
 import sympy
 from sympy.printing.latex import LatexPrinter
 
-from derive.render import givens_in_order, how, latex
-from derive.sheet import Compute, Figure, Given, Heading, Note, Prose, Quantity, Sheet, Solve
-from derive.symbols import Sym, lookup
-from derive.units import format_quantity
+from derive.core.render import givens_in_order, how, latex
+from derive.core.sheet import Compute, Figure, Given, Heading, Note, Prose, Quantity, Sheet, Solve
+from derive.core.symbols import Sym, lookup
+from derive.core.units import format_quantity
 
 _TEX_SPECIALS = {
     "&": r"\&",

@@ -19,10 +19,10 @@ import numpy as np
 import sympy
 
 from derive.catalog import Gpu, Model, load_gpu, load_model
-from derive.errors import DeriveError
-from derive.evaluation import evaluate, inline, symbols_of
-from derive.library import Library
-from derive.symbols import Sym
+from derive.core.errors import DeriveError
+from derive.core.evaluation import evaluate, inline, symbols_of
+from derive.core.library import Library
+from derive.core.symbols import Sym
 from formulas import calibrated as cal
 from formulas import energy as en
 from formulas import library
@@ -53,7 +53,7 @@ def parse_axis(name: str, text: str) -> list[Any]:
                     f"--{name} '{part}' is not an increasing range",
                     "Write START:STOP or START:STOP:STEP with STOP >= START and STEP >= 1",
                 )
-            from derive import validate
+            from derive.core import validate
 
             validate.count(stop, name)  # before the range is made: 1:10^14 would not fit in memory
             out.extend(range(start, stop + 1, step))
@@ -65,7 +65,7 @@ def parse_axis(name: str, text: str) -> list[Any]:
             )
     if any(v < 1 for v in out):
         raise DeriveError(f"--{name} must be at least 1", f"Fix --{name} '{text}'")
-    from derive import validate
+    from derive.core import validate
 
     validate.count(max(out), name)  # the sanity bound every command shares
     return out
@@ -216,7 +216,7 @@ def substituted(
             continue
         if s.value is None and s not in values and library.defining(s.symbol) is None:
             raise DeriveError(f"the sweep needs a value for {s.key}", f"Sweep it or pass --{s.key}")
-        from derive.evaluation import resolve
+        from derive.core.evaluation import resolve
 
         fixed[s.symbol] = resolve(s, dict(values), library)
     if lazy:
@@ -358,7 +358,8 @@ class Sweep:
 
     def figure(self, path: Any) -> list[Any]:
         """The first output against the first swept axis, a line per model, accelerator and dtype (.svg, .png)."""
-        from derive import plots, validate
+        from derive import plots
+        from derive.core import validate
 
         self.check_figure()
         stem = validate.output_file(path, "--figure").with_suffix("")

@@ -14,8 +14,8 @@ from typing import Any
 import sympy
 
 from derive.catalog import Gpu, _data, load_gpu
-from derive.errors import CatalogError, DeriveError
-from derive.units import parse_quantity
+from derive.core.errors import CatalogError, DeriveError
+from derive.core.units import parse_quantity
 
 
 @dataclass(frozen=True)

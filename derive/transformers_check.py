@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from derive.errors import DeriveError
+from derive.core.errors import DeriveError
 
 # Towers and projectors of multimodal checkpoints: not the text decoder derive counts.
 _NONTEXT = re.compile(

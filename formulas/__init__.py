@@ -13,7 +13,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from derive.library import Library
+    from derive.core.library import Library
 
 MODULES = (
     "memory",
@@ -44,7 +44,7 @@ MODULES = (
 @cache
 def library() -> Library:
     """Every library formula, defined and unit-checked once."""
-    from derive.library import LIBRARY
+    from derive.core.library import LIBRARY
 
     for module in MODULES:
         importlib.import_module(f"formulas.{module}")

@@ -7,8 +7,8 @@ query head. A tiled kernel keeps each block of scores on chip and touches HBM on
 for Q, K, V and O. Causal masking does not shrink what the naive kernel stores.
 """
 
-from derive.library import LIBRARY, Formula, formula
-from derive.symbols import define
+from derive.core.library import LIBRARY, Formula, formula
+from derive.core.symbols import define
 from formulas.notation import L, S, d_h, n_h, n_kv
 from formulas.sharding import b_a
 

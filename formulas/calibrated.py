@@ -12,8 +12,8 @@ the floor. The fitted values per accelerator are in formulas/calibration.json
 
 import sympy
 
-from derive.library import formula
-from derive.symbols import Sym, alias, define
+from derive.core.library import formula
+from derive.core.symbols import Sym, alias, define
 from formulas.collectives import over_link, ring_allreduce
 from formulas.flops import F_att
 from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, d_ff, kv_total, n, s_kv, tau

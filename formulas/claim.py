@@ -7,9 +7,9 @@ needs: fewer bits per weight, more tokens per pass (speculation), or a batch (th
 figure read as aggregate throughput).
 """
 
-from derive.library import formula
-from derive.symbols import constant, define
-from derive.units import to_base_factor
+from derive.core.library import formula
+from derive.core.symbols import constant, define
+from derive.core.units import to_base_factor
 from formulas.notation import B, t_mem, tau
 
 _ROOFLINE = "scaling-book, 'All About Transformer Inference': at small batch decode is bound by reading the weights"

@@ -13,8 +13,8 @@ A group of one sends nothing and waits for nothing (Min(g - 1, 1) = 0).
 
 import sympy
 
-from derive.library import formula
-from derive.symbols import Sym, define
+from derive.core.library import formula
+from derive.core.symbols import Sym, define
 
 g_c = define("group_size", "g_c", "", r"g", "accelerators taking part in one collective")
 X_c = define("collective_data", "X_c", "byte", r"X", "bytes each accelerator holds going into the collective")

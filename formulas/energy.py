@@ -5,8 +5,8 @@ accelerators' own draw (a memory-bound step usually draws less), and nothing for
 the host, the network or cooling.
 """
 
-from derive.library import formula
-from derive.symbols import define
+from derive.core.library import formula
+from derive.core.symbols import define
 from formulas.notation import B, n, t_step, tau
 
 P_acc = define("accelerator_power", "P_acc", "watt", r"P_{acc}", "power drawn by one accelerator (datasheet TDP)")

@@ -1,7 +1,7 @@
 """FLOPs per token: the matmuls through the weights, attention over the context, and where 2N breaks."""
 
-from derive.library import formula
-from derive.symbols import define
+from derive.core.library import formula
+from derive.core.symbols import define
 from formulas.notation import F, N, N_act, N_mm, S, a, c_mac
 
 F_att = define("attention_flops_per_token", "F_att", "FLOP/token", r"F_{att}", "attention FLOPs per token at context S")

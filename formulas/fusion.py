@@ -6,8 +6,8 @@ chain once, keeping the intermediates in registers or shared memory, so a layer'
 become n_fk. Every kernel also pays a launch overhead.
 """
 
-from derive.library import formula
-from derive.symbols import define
+from derive.core.library import formula
+from derive.core.symbols import define
 from formulas.notation import BW, L
 from formulas.sharding import b_a, v_d
 

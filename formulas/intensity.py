@@ -6,8 +6,8 @@ Activation traffic (2·B·tau·(d_in + d_out) values a GEMM) is left out: at dec
 is small beside the d_in·d_out weights.
 """
 
-from derive.library import formula
-from derive.symbols import define
+from derive.core.library import formula
+from derive.core.symbols import define
 from formulas.notation import BW, B, P, a, b_w, c_mac, k, tau
 
 I_w = define(

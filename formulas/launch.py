@@ -9,8 +9,8 @@ launching, not the GPU's work, is the longer of the two.
 
 import sympy
 
-from derive.library import formula
-from derive.symbols import define
+from derive.core.library import formula
+from derive.core.symbols import define
 from formulas.fusion import t_fus, t_l, t_ls, t_unf
 from formulas.notation import L, k_l, t_step
 

@@ -17,8 +17,8 @@ latent cache (MLA) is whole on every accelerator (vLLM, SGLang), hence attention
 
 import sympy
 
-from derive.library import formula
-from derive.symbols import Sym, define
+from derive.core.library import formula
+from derive.core.symbols import Sym, define
 from formulas import calibrated as cal
 from formulas.collectives import exchange, over_link, ring_allreduce
 from formulas.energy import P_acc

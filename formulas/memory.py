@@ -1,6 +1,6 @@
 """Bytes: weights by dtype, and the KV cache per token, per sequence and per batch."""
 
-from derive.library import formula
+from derive.core.library import formula
 from formulas.notation import B, K_fix, N, S, W, b_kv, b_w, k, k_m, kv_seq, kv_total, v_kv
 
 weight_bytes = formula(W, N.symbol * b_w.symbol, "Every parameter stored once in the weight dtype.")

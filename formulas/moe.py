@@ -5,8 +5,8 @@ and every expert any of them picks is read from memory once that step. The step'
 weight traffic is therefore set by the union of the tokens' choices, not by k.
 """
 
-from derive.library import formula
-from derive.symbols import constant, define
+from derive.core.library import formula
+from derive.core.symbols import constant, define
 from formulas.notation import B, E, L_e, N, N_act, N_look, N_routed, S_p, b_w, c_mac, k_e, tau
 from formulas.reads import N_read
 

@@ -5,7 +5,7 @@ pure numbers (a hidden size counts values); counts of parameters, tokens and
 sequences carry their own dimension.
 """
 
-from derive.symbols import alias, constant, define
+from derive.core.symbols import alias, constant, define
 
 # Shapes read from a model's config.json.
 V = define("vocab", "V", "", "V", "vocabulary size")

@@ -5,8 +5,8 @@ Efficiencies default to 1: the predictions are floors, and a real server is slow
 
 import sympy
 
-from derive.library import formula
-from derive.symbols import define
+from derive.core.library import formula
+from derive.core.symbols import define
 from formulas.notation import BW, B, F, F_pre, K_pr, P, S_o, S_p, a, k, n, s_kv, t_step, tau
 from formulas.reads import W_pre
 

@@ -6,8 +6,8 @@ answer's prose is a formula result like any other, not arithmetic done in the te
 
 import sympy
 
-from derive.library import LIBRARY, Formula, formula
-from derive.symbols import define
+from derive.core.library import LIBRARY, Formula, formula
+from derive.core.symbols import define
 from formulas.claim import r_claim, r_floor
 from formulas.flops import F_2n, F_tot
 from formulas.intensity import I_att, I_ridge

@@ -7,8 +7,8 @@ experts its tokens touch; such a model replaces these with its own sums
 (derive/architecture/build.py), so every roofline and sheet reads what the step reads.
 """
 
-from derive.library import formula
-from derive.symbols import define
+from derive.core.library import formula
+from derive.core.symbols import define
 from formulas.notation import B, N, N_look, S_p, b_w, n_g, tau
 
 N_read = define("params_read_per_step", "N_read", "parameter", r"N_{read}", "parameters one decode step reads")

@@ -8,8 +8,8 @@ A step reads W_read, not W: what it multiplies through (formulas/reads.py).
 
 import sympy
 
-from derive.library import formula
-from derive.symbols import define
+from derive.core.library import formula
+from derive.core.symbols import define
 from formulas.flops import F_att
 from formulas.notation import BW, B, B_max, F, M, P, R, W, h_kv, kv_seq, kv_total, n, s_kv, t_comp, t_mem, t_step, tau
 from formulas.reads import W_read

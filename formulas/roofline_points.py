@@ -2,8 +2,8 @@
 
 import sympy
 
-from derive.library import formula
-from derive.symbols import define
+from derive.core.library import formula
+from derive.core.symbols import define
 from formulas.intensity import I_w
 from formulas.notation import BW, P
 

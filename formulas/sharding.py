@@ -9,8 +9,8 @@ up, down), 2 otherwise (up, down); biases (f + d values) are left out.
 
 import sympy
 
-from derive.library import LIBRARY, Formula, formula
-from derive.symbols import define
+from derive.core.library import LIBRARY, Formula, formula
+from derive.core.symbols import define
 from formulas.collectives import ring_allreduce
 from formulas.notation import BW, P, b_w, c_mac, d, d_ff, n
 

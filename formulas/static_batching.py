@@ -6,8 +6,8 @@ expected maximum of n uniform draws is L_lo + (L_hi - L_lo) n/(n + 1) (the order
 the uniform distribution), while each seat produces only the mean (L_lo + L_hi)/2.
 """
 
-from derive.library import formula
-from derive.symbols import define
+from derive.core.library import formula
+from derive.core.symbols import define
 from formulas.notation import R, t_step, tau
 
 L_lo = define("reply_min_tokens", "L_lo", "token/sequence", r"L_{lo}", "shortest reply")

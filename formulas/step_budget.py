@@ -10,8 +10,8 @@ The MBU variants are the dashboard mistakes of seed 004, question 8: the same
 division with one operand taken wrongly.
 """
 
-from derive.library import formula
-from derive.symbols import define
+from derive.core.library import formula
+from derive.core.symbols import define
 from formulas.calibrated import X_ew, t_ar, t_W
 from formulas.notation import BW, B, K_pr, L, M, P, W, k_l, kv_total, n, t_mem, t_step, tau
 from formulas.prefill import S_o, e2e, eta_bw, ttft

@@ -6,8 +6,8 @@ per second the loader must deliver, its bytes per second, and how many tokeniser
 if text is tokenised online.
 """
 
-from derive.library import formula
-from derive.symbols import define
+from derive.core.library import formula
+from derive.core.symbols import define
 from formulas.notation import N, P, c_mac
 
 n_gpu = define("training_gpus", "n_train", "", r"n_{gpu}", "accelerators training together (data parallel)")

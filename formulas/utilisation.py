@@ -5,8 +5,8 @@ could do in the time it took. They need a measured step time; the roofline
 (formulas/roofline.py) gives the floor it is compared with.
 """
 
-from derive.library import formula
-from derive.symbols import define
+from derive.core.library import formula
+from derive.core.symbols import define
 from formulas.flops import F_att
 from formulas.notation import BW, B, F, P, kv_total, n, s_kv, t_step, tau
 from formulas.reads import W_read

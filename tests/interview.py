@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import cache
 
 from derive import answers
-from derive.sheet import Prose
+from derive.core.sheet import Prose
 
 
 @cache

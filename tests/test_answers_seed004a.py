@@ -9,7 +9,7 @@ import sympy
 
 from derive.answers import answer
 from derive.catalog import load_gpu, load_model
-from derive.errors import DeriveError
+from derive.core.errors import DeriveError
 
 IDS = (
     "decode-floor-70b",

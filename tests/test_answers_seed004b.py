@@ -109,7 +109,7 @@ def test_no_measurement_beats_the_floor(built):
 def test_a_measurement_above_the_bound_is_refused():
     # A figure above the roofline's ceiling means the comparison is wrong: the sheet refuses it.
     from derive.answers import Inputs
-    from derive.errors import DeriveError
+    from derive.core.errors import DeriveError
 
     entry = {**pvm.measurements()[4], "value": "100000 token/s"}
     with pytest.raises(DeriveError, match="beats the roofline"):

@@ -145,7 +145,7 @@ def test_markdown_and_latex_render_every_step_and_result():
 
 
 def test_keyword_arguments_take_strings_or_pint_quantities_with_the_same_checks():
-    from derive.units import registry
+    from derive.core.units import registry
 
     q = registry().Quantity
     by_text = derive.knee("llama70b", bandwidth="4 TB/s").results["max_batch_by_memory"]

@@ -13,8 +13,8 @@ import pytest
 import sympy
 
 from derive.catalog import load_model
+from derive.core.evaluation import evaluate
 from derive.derivations.common import model_library
-from derive.evaluation import evaluate
 from formulas import notation as sym
 from formulas.reads import W_read
 
@@ -151,7 +151,7 @@ NEW_MODELS = ("gpt-oss-20b", "qwen3.5-27b", "llama4-scout", "deepseek-v3.2")
 @pytest.mark.parametrize("name", NEW_MODELS)
 def test_every_question_renders_for_current_models(name):
     from derive.answers import answer, questions
-    from derive.errors import DeriveError
+    from derive.core.errors import DeriveError
     from derive.sheet_render import render
 
     for qid, q in questions().items():

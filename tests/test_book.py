@@ -13,8 +13,8 @@ import pytest
 import sympy
 
 from derive import answers
-from derive.sheet import Compute, Solve
-from derive.symbols import symbols_of
+from derive.core.sheet import Compute, Solve
+from derive.core.symbols import symbols_of
 
 COMMITTED = Path(__file__).parents[1] / "reports" / "answers"
 MARKDOWN = sorted(COMMITTED.glob("*.md"))

@@ -6,9 +6,9 @@ import pytest
 import sympy
 
 from derive.catalog import load_gpu, load_model
+from derive.core.errors import DeriveError
 from derive.derivations.claim import claim
 from derive.derivations.common import Setup
-from derive.errors import DeriveError
 from formulas import claim as cl
 
 CLAIM = sympy.Integer(1000)  # "A vendor claims 1,000 tokens per second per user" (issue 3, seed)

@@ -9,9 +9,9 @@ import pytest
 import sympy
 
 from derive import checker
-from derive.errors import UnitError
-from derive.library import Formula
-from derive.symbols import define
+from derive.core.errors import UnitError
+from derive.core.library import Formula
+from derive.core.symbols import define
 from formulas import notation as sym
 
 
@@ -65,7 +65,7 @@ def test_check_fails_on_a_module_with_a_wrong_formula(tmp_path, monkeypatch):
     module = tmp_path / "wrong_formulas.py"
     module.write_text(
         textwrap.dedent("""
-        from derive.library import formula
+        from derive.core.library import formula
         from formulas.notation import W, N, S
         wrong = formula(W, N.symbol + S.symbol, "a deliberate mistake")
     """)

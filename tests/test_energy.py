@@ -7,9 +7,9 @@ from fractions import Fraction
 import pytest
 
 from derive.catalog import load_gpu, load_model
+from derive.core.errors import DeriveError, FitError
 from derive.derivations.common import Setup
 from derive.derivations.energy import energy
-from derive.errors import DeriveError, FitError
 
 RESULT_NAMES = {"joules_per_token", "joules_per_token_batch1", "joules_per_token_max_batch", "batch1_over_max_batch"}
 

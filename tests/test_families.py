@@ -16,7 +16,7 @@ import pytest
 
 from derive.architecture.build import model_formulas
 from derive.architecture.reader import read_architecture
-from derive.errors import CatalogError
+from derive.core.errors import CatalogError
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("family_coverage", ROOT / "tools" / "family_coverage.py")

@@ -8,9 +8,9 @@ import pytest
 import sympy
 
 from derive.catalog import load_gpu, load_model
+from derive.core.evaluation import evaluate
 from derive.derivations import costs, generic
 from derive.derivations.common import Setup, model_library
-from derive.evaluation import evaluate
 from formulas import notation as sym
 from formulas import prefill as pf
 

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from derive.architecture.reader import families
 from derive.architecture.reader import read_architecture as read_config
 from derive.catalog import Model, load_config_path
-from derive.errors import DeriveError
-from derive.evaluation import evaluate
-from derive.units import parse_quantity
+from derive.core.errors import DeriveError
+from derive.core.evaluation import evaluate
+from derive.core.units import parse_quantity
 from formulas import library
 from formulas import notation as sym
 

@@ -3,7 +3,7 @@ between a wrong answer's number and the right one."""
 
 from __future__ import annotations
 
-from derive.units import to_base_factor
+from derive.core.units import to_base_factor
 from tests.interview import built as _answer
 from tests.interview import wrong as _wrong
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sympy
 
-from derive.sheet import Prose
+from derive.core.sheet import Prose
 from tests.interview import built as _answer
 
 

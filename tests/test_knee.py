@@ -8,8 +8,8 @@ import pytest
 import sympy
 
 from derive.catalog import load_gpu, load_model
+from derive.core.evaluation import evaluate
 from derive.derivations import Setup, knee
-from derive.evaluation import evaluate
 from formulas import library, reads
 from formulas import notation as sym
 

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from derive.architecture.reader import read_architecture
 from derive.catalog import Model
+from derive.core.evaluation import evaluate
 from derive.derivations.common import Setup, model_library
 from derive.derivations.costs import crossover_kv_weights
-from derive.evaluation import evaluate
 from formulas import notation as sym
 from formulas.reads import W_read
 

@@ -1,7 +1,14 @@
-"""The layout's layers import only downward, and the formula library is loaded in one place.
+"""The direction of every import, lazy ones included: machinery, content, derivations, the question bank, API, CLI.
 
-machinery (derive's core) < formula library (formulas/) < model descriptions (derive/architecture/)
-< catalog, derivations and answers < the CLI.
+0 derive/core/      units, symbols, formula objects, evaluation, the solver, sheets and rendering, validation
+1 formulas/         the formula library, on the machinery alone
+2 the model         derive/architecture/, the catalog, systems, layouts, calibration, the inputs table
+3 derivations       what the commands compute (derive/derivations/, planning, sweeps, scenario, plots, answers)
+3 reports/          the question bank: derivations and the helpers of reports/questions/shared.py, never another
+                    question, the API or the CLI; found by derive.answers through an entry point, not imported
+4 derive/api.py     the Python API
+5 cli.py            the command line
+A module imports only from its own layer or below, and no set of modules imports itself round a loop.
 """
 
 from __future__ import annotations
@@ -9,43 +16,109 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
-MACHINERY = ["units", "symbols", "dimensions", "library", "solving", "evaluation", "sheet", "render", "errors", "names"]
-ABOVE_MACHINERY = ("formulas", "derive.architecture", "derive.catalog", "derive.derivations", "derive.answers", "cli")
-ABOVE_LIBRARY = ("derive.architecture", "derive.catalog", "derive.derivations", "derive.answers", "reports", "cli")
-ABOVE_MODELS = ("derive.catalog", "derive.derivations", "derive.answers", "reports", "cli")
+MODEL = {"catalog", "systems", "layouts", "calibration", "inputs", "model_facts", "transformers_check", "figures"}
 
 
-def imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return found
+def _modules() -> dict[str, Path]:
+    paths = [*ROOT.glob("derive/**/*.py"), *ROOT.glob("formulas/*.py"), *ROOT.glob("reports/**/*.py"), ROOT / "cli.py"]
+    out = {}
+    for path in paths:
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = path
+    return out
 
 
-def reaching(path: Path, layers: tuple[str, ...]) -> list[str]:
-    return sorted(m for m in imports(path) if any(m == layer or m.startswith(layer + ".") for layer in layers))
+MODULES = _modules()
 
 
-@pytest.mark.parametrize("name", MACHINERY)
-def test_machinery_imports_no_definitions(name):
-    assert reaching(ROOT / "derive" / f"{name}.py", ABOVE_MACHINERY) == []
+def _imports(path: Path) -> set[str]:
+    """Every project module `path` imports, at the top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            named = {f"{node.module}.{a.name}" for a in node.names} & MODULES.keys()
+            found |= named or {node.module}
+    return found & MODULES.keys()
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "formulas").glob("*.py")), ids=lambda p: p.name)
-def test_formula_library_imports_no_models(path):
-    assert reaching(path, ABOVE_LIBRARY) == []
+EDGES = {name: _imports(path) for name, path in MODULES.items()}
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "derive" / "architecture").glob("*.py")), ids=lambda p: p.name)
-def test_model_descriptions_import_no_derivations(path):
-    assert reaching(path, ABOVE_MODELS) == []
+def layer(name: str) -> float:
+    parts = name.split(".")
+    if parts[0] == "cli":
+        return 5
+    if name in ("derive", "derive.api"):
+        return 4
+    if parts[0] == "reports":
+        return 3
+    if parts[0] == "formulas":
+        return 1
+    if parts[1] == "core":
+        return 0
+    if parts[1] == "architecture" or parts[1] in MODEL:
+        return 2
+    return 3
+
+
+def test_every_import_points_down_or_across():
+    upward = [(a, b) for a, deps in EDGES.items() for b in deps if layer(b) > layer(a)]
+    assert not upward, upward
+
+
+def test_the_machinery_imports_no_content():
+    outside = [(a, b) for a, deps in EDGES.items() if a.startswith("derive.core") for b in deps]
+    assert all(b.startswith("derive.core") for _, b in outside), [e for e in outside if not e[1].startswith("derive.")]
+
+
+def test_the_engine_does_not_import_the_question_bank():
+    engine = [(a, b) for a, deps in EDGES.items() if a.startswith(("derive", "formulas")) for b in deps]
+    assert not [e for e in engine if e[1].startswith("reports")]
+
+
+def test_questions_share_helpers_through_one_module():
+    crossed = [
+        (a, b)
+        for a, deps in EDGES.items()
+        if a.startswith("reports.questions.")
+        for b in deps
+        if b.startswith("reports.questions.") and b != "reports.questions.shared"
+    ]
+    assert not crossed, crossed
+
+
+def test_no_import_loop():
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    loops: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in EDGES.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                loops.append(sorted(component))
+
+    for name in sorted(EDGES):
+        if name not in index:
+            visit(name)
+    assert not loops, loops
 
 
 def test_library_loads_every_formula_module():

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derive.catalog import load_gpu, load_model
-from derive.evaluation import evaluate
+from derive.core.evaluation import evaluate
 from derive.layouts import Layout, check, kv_shards, search, shape
 from derive.sweeps import predictor_inputs
 from derive.systems import catalog_price, prices, system_for, systems

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from derive import answers
-from reports.questions import machine
+from reports.questions import shared as machine
 
 
 def test_recorded_measurement_names_the_machine():

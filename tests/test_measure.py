@@ -70,8 +70,8 @@ def test_prefill_flops_are_the_formulas_own_not_a_doubled_numerator():
     # Issue 15: 960·(247.2 M + 960·36.86 k/2) = 254.3 GFLOP for GPT-2 small's 960-token prompt (2·N_mm per token,
     # and attention of 4·layers·d FLOPs per token of context, causal: half the prompt on average).
     from derive import measurement as measure
+    from derive.core.evaluation import evaluate
     from derive.derivations.common import model_library
-    from derive.evaluation import evaluate
     from formulas import notation as sym
 
     model = measure.measured_model({})
@@ -83,7 +83,7 @@ def test_prefill_flops_are_the_formulas_own_not_a_doubled_numerator():
 
 
 def test_a_recorded_result_is_derived_again_from_the_library():
-    from reports.questions.machine import RECORDED, measurement
+    from reports.questions.shared import RECORDED, measurement
 
     recorded, derived = json.loads(RECORDED.read_text()), measurement(False)
     assert [p["seconds"] for p in derived["phases"]] == [p["seconds"] for p in recorded["phases"]]

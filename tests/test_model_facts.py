@@ -9,8 +9,8 @@ import pytest
 
 from derive import answers
 from derive.catalog import load_model
+from derive.core.sheet import Compute
 from derive.model_facts import Facts, Reference
-from derive.sheet import Compute
 from derive.sheet_render import render_book
 
 

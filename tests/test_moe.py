@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 import derive.checker
 from derive.catalog import load_gpu, load_model
+from derive.core.errors import DeriveError
+from derive.core.evaluation import evaluate
 from derive.derivations.common import Setup
 from derive.derivations.costs import predict
 from derive.derivations.moe import experts
-from derive.errors import DeriveError
-from derive.evaluation import evaluate
 from formulas import library, moe, reads
 from formulas import notation as sym
 

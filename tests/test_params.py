@@ -7,7 +7,7 @@ import json
 import pytest
 
 from derive.catalog import load_config_path, load_model, model_names
-from derive.evaluation import evaluate
+from derive.core.evaluation import evaluate
 from formulas import library
 from formulas import notation as sym
 from tests.conftest import CONFIGS, load_fixture

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from derive.architecture.reader import read_architecture as read_config
 from derive.catalog import Model
-from derive.evaluation import evaluate
+from derive.core.evaluation import evaluate
 from formulas import library
 from formulas import moe as moe_formulas
 from formulas import notation as sym
@@ -247,7 +247,7 @@ def test_expected_experts_between_k_and_e_and_tending_to_e(experts, data):
 @settings(max_examples=100_000 if LONG else 15)  # a closed-form solve each: fewer in CI
 @given(configs(), accelerators, st.integers(1, 8192))
 def test_knee_substituted_back_and_existence_agrees_with_a_search(cfg, gpu, context):
-    from derive.solving import solve
+    from derive.core.solving import solve
 
     model = model_of(cfg)
     values, lib = _decode_values(model, gpu[0], gpu[1], 10**15, 1, context)
@@ -275,7 +275,7 @@ def test_knee_substituted_back_and_existence_agrees_with_a_search(cfg, gpu, cont
 
 @given(configs(), st.integers(1, 256))
 def test_kv_weight_crossover_substituted_back(cfg, batch):
-    from derive.solving import solve
+    from derive.core.solving import solve
 
     model = model_of(cfg)
     values, lib = _decode_values(model, 10**12, 10**15, 10**12, batch, 1)

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from derive import answers
-from derive.errors import DeriveError
+from derive.core.errors import DeriveError
 from derive.sheet_render import prose
 
 MODELS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from derive import scenario
-from derive.errors import DeriveError
+from derive.core.errors import DeriveError
 
 
 def test_an_offered_input_left_unset_takes_the_shared_default_and_says_so():

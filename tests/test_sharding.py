@@ -9,10 +9,10 @@ import sympy
 
 import derive.checker
 from derive.catalog import load_gpu, load_model
+from derive.core.errors import DeriveError
+from derive.core.evaluation import evaluate
 from derive.derivations.common import Setup
 from derive.derivations.sharding import shard
-from derive.errors import DeriveError
-from derive.evaluation import evaluate
 from formulas import library
 from formulas import sharding as sh
 

@@ -10,9 +10,9 @@ import pytest
 import sympy
 
 from derive.catalog import load_gpu, load_model
+from derive.core.errors import DeriveError
 from derive.derivations.common import Setup
 from derive.derivations.costs import predict
-from derive.errors import DeriveError
 from derive.sweeps import parse_axis
 
 

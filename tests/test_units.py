@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import sympy
 
-from derive.errors import UnitError
-from derive.units import format_quantity, parse_quantity
+from derive.core.errors import UnitError
+from derive.core.units import format_quantity, parse_quantity
 
 
 def test_gigabyte_and_gibibyte_differ():

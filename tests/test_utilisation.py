@@ -6,9 +6,9 @@ import pytest
 import sympy
 
 from derive.catalog import load_gpu, load_model
+from derive.core.errors import DeriveError
 from derive.derivations.common import Setup
 from derive.derivations.utilisation import utilisation
-from derive.errors import DeriveError
 from formulas import notation as sym
 
 SETUP = Setup(load_model("llama3-70b"), load_gpu("h100"), batch=8, tp=2, context=2048)

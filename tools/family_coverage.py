@@ -22,7 +22,7 @@ def reading(path: Path) -> dict:
     """derive's total and active count of one config, or the error it gives."""
     from derive.architecture.build import model_formulas
     from derive.architecture.reader import read_architecture
-    from derive.errors import DeriveError
+    from derive.core.errors import DeriveError
 
     raw = json.loads(path.read_text())
     try:

@@ -17,9 +17,9 @@ import sympy
 
 from derive.architecture.kinds.base import CACHE_SOURCE, KIND_NAMES, Kind
 from derive.architecture.model import Architecture
-from derive.errors import CatalogError
-from derive.library import Formula
-from derive.symbols import Sym, tagged
+from derive.core.errors import CatalogError
+from derive.core.library import Formula
+from derive.core.symbols import Sym, tagged
 from formulas import notation as n
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ import builtins
 from collections.abc import Mapping
 from typing import Any
 
-from derive.errors import CatalogError
+from derive.core.errors import CatalogError
 
 # Past this a count is not a model: a config with 10^12 layers is a typo, not a plan.
 _LARGEST = 10**9

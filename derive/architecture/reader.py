@@ -23,7 +23,7 @@ from derive.architecture.keys import Keys
 from derive.architecture.kinds.base import FULL, Kind, Span, kind_module
 from derive.architecture.model import Architecture, LayerGroup
 from derive.architecture.spec import Spec
-from derive.errors import CatalogError
+from derive.core.errors import CatalogError
 
 if TYPE_CHECKING:  # the kind modules are imported as a config needs them
     from derive.architecture.kinds.mlp import DenseMLP

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from derive.architecture.keys import Keys
-from derive.errors import CatalogError
+from derive.core.errors import CatalogError
 
 
 class Spec:

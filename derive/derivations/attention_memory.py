@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from derive.catalog import dtype_bytes
+from derive.core.sheet import Sheet
 from derive.derivations.common import Setup, start
 from derive.derivations.sharding import activation_format
-from derive.sheet import Sheet
 from formulas import notation as sym
 from formulas.sharding import b_a
 

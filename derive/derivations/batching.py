@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 import sympy
 
+from derive.core.errors import DeriveError
+from derive.core.evaluation import over
+from derive.core.sheet import Sheet
+from derive.core.units import format_quantity
 from derive.derivations.common import Setup, accelerator, decode_inputs, held_per_accelerator, parallelism, start
-from derive.errors import DeriveError
-from derive.evaluation import over
-from derive.sheet import Sheet
 from derive.simulate import POLICIES, Outcome, StepTimes, simulate, workload
-from derive.units import format_quantity
 from formulas import notation as sym
 from formulas import prefill as pf
 
@@ -172,6 +172,6 @@ def batching(setup: Setup, traffic: Traffic, measurement: dict | None = None) ->
 
 
 def _result(name: str, value: float, unit: str):  # type: ignore[no-untyped-def]
-    from derive.sheet import Result
+    from derive.core.sheet import Result
 
     return Result(name, unit, sympy.Float(value, 6))

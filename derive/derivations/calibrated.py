@@ -6,9 +6,9 @@ import sympy
 
 from derive.calibration import ACTIVATION_BYTES, ALLREDUCES_PER_LAYER, FITTED, Calibration, calibration
 from derive.catalog import Gpu
+from derive.core.errors import DeriveError
+from derive.core.sheet import Work
 from derive.derivations.common import Setup
-from derive.errors import DeriveError
-from derive.sheet import Work
 from formulas import calibrated as cal
 from formulas import notation as sym
 from formulas import sharding as sh

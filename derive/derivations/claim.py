@@ -6,6 +6,10 @@ import math
 
 import sympy
 
+from derive.core.errors import DeriveError
+from derive.core.evaluation import evaluate
+from derive.core.sheet import Sheet, Work
+from derive.core.units import format_quantity
 from derive.derivations.common import (
     Setup,
     accelerator,
@@ -14,10 +18,6 @@ from derive.derivations.common import (
     parallelism,
     start,
 )
-from derive.errors import DeriveError
-from derive.evaluation import evaluate
-from derive.sheet import Sheet, Work
-from derive.units import format_quantity
 from formulas import claim as cl
 from formulas import notation as sym
 

@@ -8,12 +8,12 @@ import sympy
 
 from derive.architecture.build import kind_name
 from derive.catalog import Gpu, Model, dtype_bytes
-from derive.errors import DeriveError, FitError
-from derive.evaluation import evaluate
-from derive.library import Formula, Library
-from derive.sheet import Sheet, Work
-from derive.symbols import Sym
-from derive.units import format_quantity
+from derive.core.errors import DeriveError, FitError
+from derive.core.evaluation import evaluate
+from derive.core.library import Formula, Library
+from derive.core.sheet import Sheet, Work
+from derive.core.symbols import Sym
+from derive.core.units import format_quantity
 from formulas import library
 from formulas import notation as sym
 
@@ -44,7 +44,7 @@ class Setup:
     defaults: tuple[str, ...] = field(default=())  # options the user left to their defaults
 
     def __post_init__(self) -> None:
-        from derive import validate
+        from derive.core import validate
 
         for name in ("context", "batch", "tp", "ep", "pp", "dp", "prompt", "output", "tokens"):
             value = getattr(self, name)
@@ -295,7 +295,7 @@ def decode_inputs(work: Work, setup: Setup) -> None:
 
 def decode_inputs_at_mean_context(work: Work, setup: Setup, prompt: int, output: int) -> None:
     """decode_inputs at the context a decode step sees on average: the prompt plus half the output."""
-    from derive.sheet import Given
+    from derive.core.sheet import Given
 
     mean_context = sympy.Integer(prompt) + sympy.Rational(output, 2)
     decode_inputs(work, replace(setup, context=mean_context))  # type: ignore[arg-type]

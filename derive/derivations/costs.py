@@ -5,6 +5,11 @@ from __future__ import annotations
 import sympy
 
 from derive.catalog import Gpu
+from derive.core.errors import DeriveError
+from derive.core.evaluation import depends_on, evaluate
+from derive.core.sheet import Sheet, Work
+from derive.core.symbols import Sym
+from derive.core.units import format_quantity
 from derive.derivations.calibrated import calibration_inputs, calibration_notes
 from derive.derivations.common import (
     Setup,
@@ -19,11 +24,6 @@ from derive.derivations.common import (
     start,
     weight_reads,
 )
-from derive.errors import DeriveError
-from derive.evaluation import depends_on, evaluate
-from derive.sheet import Sheet, Work
-from derive.symbols import Sym
-from derive.units import format_quantity
 from formulas import flops as fl
 from formulas import intensity as it
 from formulas import moe

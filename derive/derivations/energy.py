@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import sympy
 
+from derive.core.errors import DeriveError, FitError
+from derive.core.evaluation import evaluate
+from derive.core.sheet import Note, Sheet, Work
+from derive.core.symbols import Sym
+from derive.core.units import format_quantity
 from derive.derivations.common import (
     Setup,
     accelerator,
@@ -18,11 +23,6 @@ from derive.derivations.common import (
     start,
     weight_reads,
 )
-from derive.errors import DeriveError, FitError
-from derive.evaluation import evaluate
-from derive.sheet import Note, Sheet, Work
-from derive.symbols import Sym
-from derive.units import format_quantity
 from formulas import energy as energy_formulas
 from formulas import moe, reads
 from formulas import notation as sym

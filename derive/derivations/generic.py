@@ -12,13 +12,13 @@ from collections.abc import Callable
 
 import sympy
 
-from derive import validate
+from derive.core import validate
+from derive.core.errors import DeriveError
+from derive.core.evaluation import depends_on, evaluate
+from derive.core.sheet import Sheet, Work
+from derive.core.symbols import Sym, all_symbols, by_key, tagged
+from derive.core.units import format_quantity
 from derive.derivations.common import Setup, chose_default, default_tp, kv_values, model_library, start, weight_format
-from derive.errors import DeriveError
-from derive.evaluation import depends_on, evaluate
-from derive.sheet import Sheet, Work
-from derive.symbols import Sym, all_symbols, by_key, tagged
-from derive.units import format_quantity
 from formulas import energy as en
 from formulas import library
 from formulas import notation as sym
@@ -33,7 +33,7 @@ def symbol_for(key: str) -> Sym:
     library()  # every module's symbols defined, not only those imported so far
     found = by_key(key.strip())
     if found is None:
-        from derive.names import closest
+        from derive.core.names import closest
 
         keys = [s.key for s in all_symbols()]
         raise DeriveError(f"unknown quantity '{key}'", f"{closest(key, keys)}Run 'derive formulas' to list them")

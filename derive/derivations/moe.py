@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from derive.core.errors import DeriveError
+from derive.core.evaluation import evaluate
+from derive.core.sheet import Sheet
+from derive.core.units import format_quantity
 from derive.derivations.common import Setup, model_notes, start, weight_format
-from derive.errors import DeriveError
-from derive.evaluation import evaluate
-from derive.sheet import Sheet
-from derive.units import format_quantity
 from formulas import moe
 from formulas import notation as sym
 

@@ -6,6 +6,11 @@ import sympy
 
 from derive.calibration import Calibration, alltoall, alltoall_values
 from derive.catalog import Gpu
+from derive.core.errors import DeriveError
+from derive.core.evaluation import depends_on, evaluate
+from derive.core.sheet import Sheet, Work
+from derive.core.symbols import Sym
+from derive.core.units import format_quantity
 from derive.derivations.calibrated import calibration_inputs, calibration_notes
 from derive.derivations.common import (
     Setup,
@@ -15,14 +20,9 @@ from derive.derivations.common import (
     start,
     weight_reads,
 )
-from derive.errors import DeriveError
-from derive.evaluation import depends_on, evaluate
 from derive.layouts import Layout, shape
 from derive.planning import Targets
-from derive.sheet import Sheet, Work
-from derive.symbols import Sym
 from derive.systems import Price, System
-from derive.units import format_quantity
 from formulas import energy as en
 from formulas import layout as lay
 from formulas import notation as sym

@@ -7,12 +7,12 @@ from dataclasses import replace
 import sympy
 
 from derive.catalog import Gpu, dtype_bytes
+from derive.core.errors import CatalogError, DeriveError
+from derive.core.evaluation import evaluate
+from derive.core.sheet import Sheet
+from derive.core.solving import Solution
+from derive.core.units import format_quantity
 from derive.derivations.common import Setup, parallelism, short_form, start
-from derive.errors import CatalogError, DeriveError
-from derive.evaluation import evaluate
-from derive.sheet import Sheet
-from derive.solving import Solution
-from derive.units import format_quantity
 from formulas import notation as sym
 from formulas import sharding as sh
 

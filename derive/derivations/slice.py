@@ -10,6 +10,12 @@ import sympy
 
 from derive.architecture.build import kind_name
 from derive.catalog import Gpu
+from derive.core.errors import DeriveError
+from derive.core.evaluation import depends_on, evaluate, inline
+from derive.core.sheet import Sheet, Work
+from derive.core.solving import asymptote, saturated
+from derive.core.symbols import Sym, by_key
+from derive.core.units import format_quantity
 from derive.derivations.common import (
     Setup,
     aggregates,
@@ -22,12 +28,6 @@ from derive.derivations.common import (
     weight_format,
     weight_reads,
 )
-from derive.errors import DeriveError
-from derive.evaluation import depends_on, evaluate, inline
-from derive.sheet import Sheet, Work
-from derive.solving import asymptote, saturated
-from derive.symbols import Sym, by_key
-from derive.units import format_quantity
 from formulas import notation as sym
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sympy
 
+from derive.core.errors import DeriveError
+from derive.core.sheet import Sheet
+from derive.core.units import format_quantity
 from derive.derivations.common import Setup, model_notes, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
-from derive.errors import DeriveError
-from derive.sheet import Sheet
-from derive.units import format_quantity
 from formulas import notation as sym
 from formulas import utilisation as u
 

@@ -7,11 +7,11 @@ import sympy
 
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.core.evaluation import over
+from derive.core.sheet import Figure, Prose, Quantity, Section, Work
 from derive.derivations import costs
 from derive.derivations.calibrated import calibrated_ridges
 from derive.derivations.common import Setup, model_library
-from derive.evaluation import over
-from derive.sheet import Figure, Prose, Quantity, Section, Work
 from formulas import calibrated as cal
 from formulas import intensity as it
 from formulas import notation as sym

@@ -7,16 +7,16 @@ from dataclasses import replace
 import sympy
 
 from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.core.errors import DeriveError
+from derive.core.evaluation import evaluate
+from derive.core.sheet import Prose, Quantity, Section, Sheet
 from derive.derivations import knee
 from derive.derivations.common import Setup, model_library, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
-from derive.errors import DeriveError
-from derive.evaluation import evaluate
-from derive.sheet import Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 from formulas.flops import F_att
 from formulas.reads import W_read
-from reports.questions.decode_knee import figures_entry
+from reports.questions.shared import figures_entry
 
 
 def step_at(setup: Setup, batch: int) -> Sheet:
@@ -40,8 +40,8 @@ SEED_STEPS = ((1, "6.3 ms"), (8, "9.3 ms"))
 
 def seed_sheet() -> Sheet:
     """The seed's measured steps through the library's throughput formula: its 159 and 860 tokens/s, recomputed."""
-    from derive import validate
-    from derive.sheet import Work
+    from derive.core import validate
+    from derive.core.sheet import Work
 
     sheet = Sheet("seed measurement", "The seed's measured steps (an Apple GPU), through the same formula", {})
     work = Work(sheet)

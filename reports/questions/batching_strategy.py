@@ -5,12 +5,13 @@ from __future__ import annotations
 import sympy
 
 from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.core.evaluation import evaluate
+from derive.core.sheet import Prose, Quantity, Section, Sheet
 from derive.derivations.common import Setup, model_library, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
-from derive.evaluation import evaluate
-from derive.sheet import Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 from formulas import static_batching as sb
+from reports.questions.shared import described, measurement
 
 
 def _simulated(answer: Answer, setup, inputs: Inputs, seats: int) -> Section:  # type: ignore[no-untyped-def]
@@ -18,9 +19,8 @@ def _simulated(answer: Answer, setup, inputs: Inputs, seats: int) -> Section:  #
     from functools import partial
 
     from derive import figures
+    from derive.core.sheet import Figure
     from derive.derivations.batching import Traffic, batching
-    from derive.sheet import Figure
-    from reports.questions.machine import described, measurement
 
     traffic = Traffic(
         requests=int(inputs["requests"]),

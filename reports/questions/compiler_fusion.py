@@ -6,63 +6,12 @@ from dataclasses import replace
 from functools import partial
 
 from derive import figures
-from derive.answers import Answer, FollowUp, Inputs, Question, assumed
-from derive.catalog import dtype_bytes
+from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.core.errors import DeriveError
+from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.derivations.attention_memory import attention_memory
-from derive.derivations.common import Setup, start
-from derive.derivations.sharding import activation_format
-from derive.errors import DeriveError
-from derive.sheet import Figure, Prose, Quantity, Section, Sheet
-from formulas import fusion as fu
-from formulas import launch as la
-from formulas import notation as sym
-from formulas.sharding import b_a
-from reports.questions.decode_bandwidth_bound import decode_step
-from reports.questions.roofline_decode_prefill import prefill_pass
-
-
-def chain(setup: Setup, inputs: Inputs, tokens: int, title: str, step: tuple[object, str] | None = None) -> Sheet:
-    """The elementwise/norm chain of every layer for `tokens` tokens: bytes and time, unfused and fused.
-
-    With `step`, the GPU time of the step's other kernels and where it comes from, also what fusion saves of
-    the eager step: launches run ahead of the GPU, so they count only where the CPU is the longer path."""
-    work = start("fusion", title, setup)
-    work.given(b_a, dtype_bytes(activation_format(setup)), activation_format(setup))
-    work.compute(work.library.get("ffn_io_values_per_token"))
-    work.given(fu.T_fu, tokens, "tokens in the step")
-    work.given(
-        fu.n_ew,
-        assumed(inputs, "unfused_kernels"),
-        "assumed: two norms, two residual adds, rotary embedding, activation and gating",
-    )
-    work.given(fu.n_fk, assumed(inputs, "fused_kernels"), "assumed: each norm fused with its residual add")
-    work.given(fu.t_l, assumed(inputs, "launch_overhead", "second"), "assumed: eager dispatch and launch")
-    assert setup.gpu is not None
-    work.given(sym.BW, setup.gpu.bandwidth, "datasheet")
-    for name in (
-        "unfused_chain_bytes",
-        "fused_chain_bytes",
-        "unfused_chain_time",
-        "fused_chain_time",
-        "fusion_launch_saving",
-        "fusion_time_saved",
-    ):
-        work.compute(work.library.get(name), name)
-    work.given(fu.f_ew, assumed(inputs, "elementwise_flops", "FLOP"), "assumed: a norm's few FLOPs per value")
-    work.compute(work.library.get("elementwise_intensity"), "elementwise_intensity")
-    if step is not None:
-        work.heading("What the eager step saves")
-        work.given(sym.k_l, assumed(inputs, "kernels_per_layer"), "assumed: every kernel a layer launches per step")
-        work.given(la.t_gw, *step)
-        for name in (
-            "kernels_per_step",
-            "eager_launch_time",
-            "unfused_eager_step_time",
-            "fused_eager_step_time",
-            "fusion_step_saving",
-        ):
-            work.compute(work.library.get(name), name)
-    return work.sheet
+from derive.derivations.common import Setup
+from reports.questions.shared import FUSION_ASSUMPTIONS, LAUNCH_ASSUMPTIONS, chain, decode_step, prefill_pass
 
 
 def _draw(labels, values, title, stem):  # type: ignore[no-untyped-def]
@@ -276,18 +225,6 @@ def _follow_up(answer: Answer, setup: Setup, inputs: Inputs, q: dict[str, Quanti
         ),
     )
 
-
-# Assumed: a layer's elementwise chain (norms, residual adds, activation, rotary) as kernels, unfused and
-# fused, the launch cost of one kernel, and FLOPs per element. One place, shared with the slow-training answer.
-FUSION_ASSUMPTIONS = {
-    "unfused_kernels": 7,
-    "fused_kernels": 4,
-    "launch_overhead": "4 us",
-    "elementwise_flops": "4 FLOP",
-}
-
-# Assumed: the kernels one layer launches per decode step, fusion or not (framework-to-gpu's count).
-LAUNCH_ASSUMPTIONS = {"kernels_per_layer": 15}
 
 QUESTION = Question(
     id="compiler-fusion",

@@ -7,8 +7,8 @@ from functools import partial
 
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
+from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.derivations.common import aggregates, start
-from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 from formulas import training as tr
 

@@ -7,89 +7,18 @@ the weights (T tokens through them) on the roofline.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
-from functools import partial
 
 import sympy
 
-from derive import figures
-from derive.answers import Answer, FollowUp, Inputs, Question, assumed
-from derive.catalog import dtype_bytes
+from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.core.errors import DeriveError
+from derive.core.evaluation import evaluate
+from derive.core.sheet import Prose, Quantity, Section, Sheet
 from derive.derivations import knee
-from derive.derivations.common import Setup, decode_inputs, model_library, start
-from derive.errors import DeriveError
-from derive.evaluation import evaluate
-from derive.sheet import Figure, Prose, Quantity, Section, Sheet
+from derive.derivations.common import Setup, model_library
 from formulas import notation as sym
-
-
-def peak(setup: Setup, inputs: Inputs) -> tuple[sympy.Expr, str]:
-    """Peak FLOP/s: --set flops=..., the catalog figure for the dtype, else the bf16 tensor-core peak."""
-    if inputs.get("flops"):
-        return assumed(inputs, "flops", "FLOP/second"), "--set flops"
-    assert setup.gpu is not None
-    if setup.dtype in setup.gpu.flops:
-        return setup.gpu.peak(setup.dtype)
-    value, _ = setup.gpu.peak("bf16")
-    return value, f"assumed: the bf16 tensor-core peak; the catalog has no {setup.dtype} figure"
-
-
-def decode_step(setup: Setup, inputs: Inputs, title: str) -> Sheet:
-    """One decode step at setup.batch on one accelerator: bytes, FLOPs, intensity, ridge and floor times."""
-    work = start("decode step", title, setup)
-    decode_inputs(work, setup)
-    work.given(sym.B, setup.batch, "sequences in the step")
-    work.given(sym.n, 1, "one accelerator")
-    work.heading("Bytes and FLOPs of one step")
-    work.compute(work.library.get("kv_bytes"), "kv_bytes")
-    work.compute(work.library.get("step_bytes_per_gpu"), "step_bytes")
-    work.compute(work.library.get("step_flops"), "step_flops")
-    work.compute(work.library.get("gemm_intensity"), "gemm_intensity")
-    work.heading("The accelerator's two roofs")
-    assert setup.gpu is not None
-    work.given(sym.BW, setup.gpu.bandwidth, "datasheet")
-    value, note = peak(setup, inputs)
-    work.given(sym.P, value, note)
-    work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
-    work.compute(work.library.get("memory_time"), "memory_time")
-    work.compute(work.library.get("compute_time"), "compute_time")
-    work.compute(work.library.get("step_time"), "step_time")
-    return work.sheet
-
-
-def placement(setup: Setup, inputs: Inputs, tokens: int, title: str) -> Sheet:
-    """`tokens` tokens through the weights in one pass: the weight GEMMs' intensity and attainable FLOP/s."""
-    work = start("roofline point", title, setup)
-    work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
-    work.given(sym.B, 1 if tokens > 1 else setup.batch, "sequences in the pass")
-    work.given(sym.tau, tokens if tokens > 1 else 1, "tokens each sequence puts through the weights in the pass")
-    work.compute(work.library.get("gemm_intensity"), "gemm_intensity")
-    assert setup.gpu is not None
-    work.given(sym.BW, setup.gpu.bandwidth, "datasheet")
-    value, note = peak(setup, inputs)
-    work.given(sym.P, value, note)
-    work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
-    work.compute(work.library.get("attainable_flops"), "attainable_flops")
-    return work.sheet
-
-
-def draw_roofline(
-    peak_value: sympy.Expr, bandwidth: sympy.Expr, points: list[tuple[str, sympy.Expr]], title: str, stem
-) -> None:  # type: ignore[no-untyped-def]
-    figures.roofline(stem, float(peak_value), float(bandwidth), [(label, float(i)) for label, i in points], title)
-
-
-def roofline_figure(
-    setup: Setup, sheets: list[tuple[str, Sheet]], caption: str, extra: Sequence[tuple[str, sympy.Expr]] = ()
-) -> Figure:  # type: ignore[assignment]
-    """The roofline of the first sheet's P and BW, with each sheet's weight GEMM (and any extra point) placed."""
-    first = sheets[0][1]
-    points = [(label, (s.results.get("gemm_intensity") or s.results["mlp_intensity"]).value) for label, s in sheets]
-    points += list(extra)
-    assert setup.gpu is not None
-    title = f"{setup.model.title} ({setup.dtype}) on {setup.gpu.name}"
-    return Figure("roofline", caption, partial(draw_roofline, first.values[sym.P], first.values[sym.BW], points, title))
+from reports.questions.shared import decode_step, placement, roofline_figure
 
 
 def build(inputs: Inputs) -> Answer:

@@ -8,6 +8,9 @@ import sympy
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.catalog import dtype_bytes
+from derive.core.errors import DeriveError, FitError
+from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet
+from derive.core.units import format_quantity, to_base_factor
 from derive.derivations.common import (
     Setup,
     accelerator,
@@ -18,9 +21,6 @@ from derive.derivations.common import (
     start,
 )
 from derive.derivations.sharding import activation_format
-from derive.errors import DeriveError, FitError
-from derive.sheet import Figure, Prose, Quantity, Section, Sheet
-from derive.units import format_quantity, to_base_factor
 from formulas import calibrated as cal
 from formulas import notation as sym
 from formulas import prefill as pf
@@ -31,7 +31,7 @@ from formulas.reads import W_read
 
 def _fraction(value: object, key: str) -> sympy.Rational:
     """A fraction of peak in (0, 1], through the shared validation."""
-    from derive import validate
+    from derive.core import validate
 
     return validate.number(value, key, f"--set {key}", low=0, high=1)
 

@@ -1,18 +1,16 @@
 """Seed 004, question 11: decode tokens per second against batch, and the knee."""
 
-from functools import partial
-
 import sympy
 
-from derive import plots
 from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.core.errors import DeriveError
+from derive.core.evaluation import evaluate
+from derive.core.sheet import Prose, Quantity, Result, Section, Sheet
 from derive.derivations import knee
 from derive.derivations.common import Setup, model_library
-from derive.errors import DeriveError
-from derive.evaluation import evaluate
-from derive.sheet import Prose, Quantity, Result, Section, Sheet
 from formulas import intensity
 from formulas import notation as sym
+from reports.questions.shared import figures_entry
 
 
 def build(inputs: Inputs) -> Answer:
@@ -78,17 +76,6 @@ def build(inputs: Inputs) -> Answer:
         ),
     ]
     return answer
-
-
-def figures_entry(sheet, setup):  # type: ignore[no-untyped-def]
-    from derive.sheet import Figure
-
-    return Figure(
-        "throughput",
-        "Decode throughput against batch: the roofline curve, its ceiling, the memory limit "
-        "and the knee where one exists.",
-        partial(plots.knee, sheet, setup),
-    )
 
 
 QUESTION = Question(

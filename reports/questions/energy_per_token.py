@@ -8,11 +8,11 @@ import numpy as np
 
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.core.errors import DeriveError
+from derive.core.evaluation import over
+from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.derivations.common import Setup, model_library
 from derive.derivations.energy import energy
-from derive.errors import DeriveError
-from derive.evaluation import over
-from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.systems import system_for
 from formulas import energy as ef
 from formulas import notation as sym

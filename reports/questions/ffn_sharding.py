@@ -6,10 +6,10 @@ from functools import partial
 
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
+from derive.core.evaluation import evaluate
+from derive.core.library import LIBRARY
+from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.derivations.sharding import shard
-from derive.evaluation import evaluate
-from derive.library import LIBRARY
-from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 from formulas import sharding as sh
 

@@ -6,11 +6,11 @@ import numpy as np
 
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.core.evaluation import over
+from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet, Work
+from derive.core.units import format_quantity
 from derive.derivations import costs, params
 from derive.derivations.common import Setup, model_library
-from derive.evaluation import over
-from derive.sheet import Figure, Prose, Quantity, Section, Sheet, Work
-from derive.units import format_quantity
 from formulas import flops as fl
 from formulas import notation as sym
 

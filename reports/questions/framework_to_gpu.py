@@ -6,13 +6,12 @@ from functools import partial
 
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
+from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.derivations.common import Setup, start
-from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import fusion as fu
 from formulas import launch as la
 from formulas import notation as sym
-from reports.questions.compiler_fusion import FUSION_ASSUMPTIONS, LAUNCH_ASSUMPTIONS
-from reports.questions.decode_bandwidth_bound import decode_step
+from reports.questions.shared import FUSION_ASSUMPTIONS, LAUNCH_ASSUMPTIONS, decode_step
 
 
 def _draw(labels, values, title, stem):  # type: ignore[no-untyped-def]

@@ -9,6 +9,10 @@ import sympy
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question
 from derive.calibration import calibration
+from derive.core.errors import DeriveError
+from derive.core.evaluation import over
+from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet
+from derive.core.units import format_quantity
 from derive.derivations import costs, knee
 from derive.derivations.common import (
     Setup,
@@ -17,10 +21,6 @@ from derive.derivations.common import (
     model_library,
     start,
 )
-from derive.errors import DeriveError
-from derive.evaluation import over
-from derive.sheet import Figure, Prose, Quantity, Section, Sheet
-from derive.units import format_quantity
 from formulas import notation as sym
 from formulas import prefill as pf
 

@@ -9,11 +9,11 @@ import sympy
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.catalog import dtype_bytes
+from derive.core.evaluation import evaluate
+from derive.core.sheet import Figure, Prose, Quantity, Section, Work
 from derive.derivations import costs
 from derive.derivations.calibrated import calibrated_ridges
 from derive.derivations.common import model_library
-from derive.evaluation import evaluate
-from derive.sheet import Figure, Prose, Quantity, Section, Work
 from formulas import calibrated as cal
 from formulas import intensity as it
 from formulas import notation as sym

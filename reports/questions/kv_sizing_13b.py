@@ -6,11 +6,11 @@ import sympy
 
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.core.errors import DeriveError
+from derive.core.evaluation import evaluate
+from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.derivations import costs
 from derive.derivations.common import Setup, model_library
-from derive.errors import DeriveError
-from derive.evaluation import evaluate
-from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import notation as sym
 
 

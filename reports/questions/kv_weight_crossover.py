@@ -9,10 +9,10 @@ import sympy
 
 from derive import plots
 from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.core.errors import FitError
+from derive.core.sheet import Figure, Prose, Quantity, Section, Work
 from derive.derivations import costs
 from derive.derivations.common import Setup, default_tp, model_library
-from derive.errors import FitError
-from derive.sheet import Figure, Prose, Quantity, Section, Work
 from formulas import notation as sym
 from formulas import step_budget as sb
 

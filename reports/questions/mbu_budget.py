@@ -6,78 +6,15 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
-from derive.catalog import dtype_bytes
+from derive.core.evaluation import evaluate
+from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.derivations.common import Setup, model_library, start
-from derive.derivations.energy import at_batch, decode_roofline, max_batch
-from derive.errors import DeriveError
-from derive.evaluation import evaluate
-from derive.sheet import Figure, Prose, Quantity, Section, Sheet, Work
 from formulas import calibrated as cal
 from formulas import notation as sym
-from formulas import prefill as pf
-from formulas import sharding as sh
 from formulas import step_budget as sb
 from formulas import utilisation as u
-
-
-def step_floor(work: Work, setup: Setup) -> None:
-    """The decode roofline at the setup's batch: weights and KV per accelerator, t_mem, t_comp, t_step."""
-    weights, one_sequence = decode_roofline(work, setup)
-    work.heading("Memory ceiling")
-    max_batch(work, setup, weights, one_sequence)
-    work.heading(f"Bandwidth floor at batch {setup.batch:,}")
-    at_batch(work, setup, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
-    work.compute(work.library.get("step_bytes_per_gpu"))
-
-
-def buckets(work: Work, setup: Setup, inputs: Mapping[str, Any], allreduce: bool = True) -> None:
-    """The buckets beyond the floor, each from its assumption; then what is left unattributed."""
-    n = work.values[sym.n]
-    if allreduce:
-        work.heading("Tensor-parallel all-reduces")
-        work.given(
-            cal.m_ar,
-            2 if n > 1 else 0,
-            "Megatron TP: one after attention, one after the MLP" if n > 1 else "one accelerator: no all-reduce",
-        )
-        work.given(
-            cal.alpha_ar,
-            assumed(inputs, "allreduce_latency", "second"),
-            "assumed: small-message all-reduce latency on NVLink (--set allreduce_latency=...)",
-        )
-        work.given(sh.b_a, dtype_bytes("bf16"), "16-bit activations")
-        assert setup.gpu is not None  # the question always names one
-        if setup.gpu.link is None and n > 1:
-            raise DeriveError(f"{setup.gpu.name} has no interconnect in the catalog", "Use --tp 1 or another --gpu")
-        work.given(sh.BW_link, setup.gpu.link or 1, setup.gpu.link_note or "datasheet, one way")
-        work.given(cal.eta_link, 1, "the all-reduce moves its bytes at the link's full bandwidth", inline=True)
-        work.compute(sh.ffn_io_values_per_token)
-        work.compute(cal.decode_allreduce_time)
-    else:
-        work.given(cal.t_ar, 0, "one accelerator: no all-reduce")
-    work.heading("Kernel launch gaps")
-    work.given(sb.k_l, assumed(inputs, "kernels_per_layer"), "assumed: kernels per layer (--set kernels_per_layer=...)")
-    work.given(sb.t_k, assumed(inputs, "kernel_gap", "second"), "assumed: idle time per kernel (--set kernel_gap=...)")
-    work.compute(sb.launch_gap_time)
-    work.heading("Achieved bandwidth")
-    work.given(
-        pf.eta_bw,
-        assumed(inputs, "achieved_bandwidth"),
-        "assumed: fraction of peak the decode GEMVs reach (--set achieved_bandwidth=...)",
-    )
-    work.compute(sb.bandwidth_shortfall_time)
-    work.heading("Host work between steps")
-    work.given(
-        sb.t_host,
-        assumed(inputs, "host_time", "second"),
-        "assumed: sampling, scheduler and Python per step (--set host_time=...)",
-        inline=True,
-    )
-    work.heading("What is left")
-    work.compute(sb.unattributed_step_time, "unattributed_time")
-
+from reports.questions.shared import buckets, draw_budget, step_floor
 
 BUCKETS = (
     ("bandwidth floor", sym.t_step),
@@ -87,12 +24,6 @@ BUCKETS = (
     ("host: sampling, scheduling", sb.t_host),
     ("unattributed", sb.t_rest),
 )
-
-
-def draw_budget(sheet: Sheet, rows: tuple[tuple[str, Any], ...], title: str, stem) -> None:  # type: ignore[no-untyped-def]
-    labels = [label for label, _ in rows]
-    values = [float(sheet.values[s]) * 1e3 for _, s in rows]
-    figures.bars(stem, labels, values, "milliseconds per decode step", title)
 
 
 def budget_sheet(setup: Setup, inputs: Mapping[str, Any]) -> Sheet:

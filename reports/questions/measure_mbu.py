@@ -8,10 +8,10 @@ import sympy
 
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
+from derive.core.sheet import Figure, Prose, Quantity, Section, Work
+from derive.core.units import format_quantity
 from derive.derivations.common import model_library
 from derive.derivations.utilisation import utilisation
-from derive.sheet import Figure, Prose, Quantity, Section, Work
-from derive.units import format_quantity
 from formulas import notation as sym
 from formulas import prefill as pf
 from formulas import step_budget as sb

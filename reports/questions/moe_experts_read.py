@@ -9,12 +9,12 @@ import sympy
 
 from derive import figures, plots
 from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.core.errors import DeriveError
+from derive.core.evaluation import evaluate, over
+from derive.core.sheet import Figure, Prose, Quantity, Section, Work
+from derive.core.units import format_quantity
 from derive.derivations.common import Setup, model_library
 from derive.derivations.moe import experts
-from derive.errors import DeriveError
-from derive.evaluation import evaluate, over
-from derive.sheet import Figure, Prose, Quantity, Section, Work
-from derive.units import format_quantity
 from formulas import (
     moe,
 )

@@ -10,12 +10,12 @@ import sympy
 
 from derive import figures as plots
 from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.core.errors import DeriveError
+from derive.core.evaluation import evaluate
+from derive.core.sheet import Figure, Prose, Quantity, Section, Work
+from derive.core.units import format_quantity, parse_quantity
 from derive.derivations.common import model_library
 from derive.derivations.costs import predict
-from derive.errors import DeriveError
-from derive.evaluation import evaluate
-from derive.sheet import Figure, Prose, Quantity, Section, Work
-from derive.units import format_quantity, parse_quantity
 from formulas import prefill as pf
 from formulas import step_budget as sb
 

@@ -10,12 +10,12 @@ import sympy
 
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question
+from derive.core.errors import DeriveError
+from derive.core.evaluation import over
+from derive.core.sheet import Figure, Prose, Quantity, Section
+from derive.core.units import format_quantity
 from derive.derivations import costs
 from derive.derivations.common import Setup, model_library
-from derive.errors import DeriveError
-from derive.evaluation import over
-from derive.sheet import Figure, Prose, Quantity, Section
-from derive.units import format_quantity
 from formulas import notation as sym
 from formulas import prefill as pf
 

@@ -5,32 +5,19 @@ from __future__ import annotations
 import sympy
 
 from derive.answers import Answer, FollowUp, Inputs, Question
-from derive.derivations.common import Setup, decode_inputs, start
-from derive.errors import DeriveError
-from derive.sheet import Prose, Quantity, Section, Sheet
+from derive.core.errors import DeriveError
+from derive.core.sheet import Prose, Quantity, Section, Sheet
 from formulas import notation as sym
-from formulas import prefill as pf
-from reports.questions.decode_bandwidth_bound import decode_step, peak, placement, roofline_figure
-from reports.questions.machine import ceilings_section, described, measured_figure, measurement
-
-
-def prefill_pass(setup: Setup, inputs: Inputs) -> Sheet:
-    """The prompt pass on one accelerator: the time to read the weights against the time for its FLOPs."""
-    work = start("prefill", f"Prefill of a {setup.prompt:,}-token prompt of {setup.model.title}", setup)
-    decode_inputs(work, setup)
-    assert setup.gpu is not None
-    work.given(sym.BW, setup.gpu.bandwidth, "datasheet: the copy ceiling until measured")
-    value, note = peak(setup, inputs)
-    work.given(sym.P, value, f"{note}: the matmul ceiling until measured")
-    work.given(sym.B, 1, "one prompt")
-    work.given(sym.n, 1, "one accelerator")
-    work.given(pf.S_p, setup.prompt, "prompt tokens")
-    for eta in (pf.eta_bw, pf.eta_f):
-        work.given(eta, 1, "the ceilings themselves")
-    work.compute(work.library.get("prefill_memory_time"), "prefill_memory_time")
-    work.compute(work.library.get("prefill_compute_time"), "prefill_compute_time")
-    work.compute(work.library.get("ttft_floor"), "prefill_time")
-    return work.sheet
+from reports.questions.shared import (
+    ceilings_section,
+    decode_step,
+    described,
+    measured_figure,
+    measurement,
+    placement,
+    prefill_pass,
+    roofline_figure,
+)
 
 
 def build(inputs: Inputs) -> Answer:

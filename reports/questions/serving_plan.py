@@ -12,31 +12,32 @@ import numpy as np
 import sympy
 
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
-from derive.evaluation import evaluate
-from derive.sheet import Figure, Prose, Quantity, Section, Sheet
+from derive.core.evaluation import evaluate
+from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import layout as lay
 
 
 def build(inputs: Inputs) -> Answer:
-    from derive import api
+    from derive import planning
+    from derive.catalog import load_gpu
+    from derive.core import validate
     from derive.derivations.common import Setup
     from derive.derivations.plan import layout_sheet
     from derive.systems import system_for
 
     setup = inputs.setup()
-    plan = api.plan(
-        setup.model,
-        inputs["gpus"],
-        tpot=assumed(inputs, "tpot", "second"),
+    targets = planning.Targets(
         ttft=assumed(inputs, "ttft", "second"),
+        tpot=assumed(inputs, "tpot", "second"),
         rate=assumed(inputs, "rate", "sequence/second"),
         prompt=setup.prompt,
         output=setup.output,
-        dtype=setup.dtype,
-        max_gpus=int(inputs["max_gpus"]),
     )
+    gpus = [load_gpu(name.strip()) for name in str(inputs["gpus"]).split(",") if name.strip()]
+    max_gpus = validate.count(inputs["max_gpus"], "max_gpus", "--set max_gpus")
+    plan = planning.plan(setup.model, gpus, targets, dtype=setup.dtype, max_accelerators=max_gpus)
     pick = plan.pick()
-    assert pick is not None, "api.plan raises when no layout meets the targets"
+    assert pick is not None, "planning.plan raises when no layout meets the targets"
     gpu = next(f.gpu for f in plan.searches if f.gpu.name == pick.gpu)
     found = next(f for f in plan.searches if f.gpu.name == pick.gpu)
     sheet = layout_sheet(

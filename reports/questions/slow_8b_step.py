@@ -7,14 +7,14 @@ from functools import partial
 import sympy
 
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
+from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.derivations.common import Setup, start
-from derive.sheet import Figure, Prose, Quantity, Section, Sheet
 from formulas import calibrated as cal
 from formulas import notation as sym
 from formulas import prefill as pf
 from formulas import step_budget as sb
 from formulas import utilisation as u
-from reports.questions.mbu_budget import buckets, draw_budget, step_floor
+from reports.questions.shared import buckets, draw_budget, step_floor
 
 # Sorted by what one profiler trace shows first: idle gaps between kernels, then idle time between
 # steps, then kernels that run but read slower than peak.

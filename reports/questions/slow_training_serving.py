@@ -6,13 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
+from derive.core.sheet import Prose, Quantity, Section
 from derive.derivations import costs
 from derive.derivations.attention_memory import attention_memory
 from derive.derivations.common import Setup
 from derive.derivations.utilisation import utilisation
-from derive.sheet import Prose, Quantity, Section
-from reports.questions.compiler_fusion import FUSION_ASSUMPTIONS, chain
-from reports.questions.decode_bandwidth_bound import placement, roofline_figure
+from reports.questions.shared import FUSION_ASSUMPTIONS, chain, placement, roofline_figure
 
 
 def build(inputs: Inputs) -> Answer:

@@ -9,11 +9,11 @@ import sympy
 
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question, assumed
+from derive.core.errors import DeriveError
+from derive.core.evaluation import evaluate
+from derive.core.sheet import Figure, Prose, Quantity, Section, Work
 from derive.derivations.claim import claim
 from derive.derivations.common import held_per_accelerator, model_library
-from derive.errors import DeriveError
-from derive.evaluation import evaluate
-from derive.sheet import Figure, Prose, Quantity, Section, Work
 from formulas import claim as cl
 from formulas import notation as sym
 from formulas import reads

@@ -11,7 +11,7 @@ from derive.architecture.kinds.base import Resolve
 from derive.architecture.kinds.mlp import DenseMLP
 from derive.architecture.kinds.mlp import read as read_mlp
 from derive.architecture.spec import Spec
-from derive.symbols import Sym, define
+from derive.core.symbols import Sym, define
 from formulas import notation as n
 
 n_alt = define("altup_streams", "n_alt", "", r"n_{alt}", "AltUp residual streams (Gemma 3n's altup_num_inputs)")

@@ -21,9 +21,9 @@ from typing import Any, ClassVar
 
 import sympy
 
-from derive.errors import CatalogError
-from derive.library import Formula
-from derive.symbols import Sym
+from derive.core.errors import CatalogError
+from derive.core.library import Formula
+from derive.core.symbols import Sym
 from formulas import notation as n
 
 Resolve = Callable[[Sym], sympy.Symbol]

@@ -21,9 +21,9 @@ from derive.architecture.kinds.attention import Attention
 from derive.architecture.kinds.attention import read as read_attention
 from derive.architecture.kinds.base import FULL, Indexer, Resolve, top_k_mean
 from derive.architecture.spec import Spec
-from derive.errors import CatalogError
-from derive.library import Formula
-from derive.symbols import Sym
+from derive.core.errors import CatalogError
+from derive.core.library import Formula
+from derive.core.symbols import Sym
 from formulas import notation as n
 
 

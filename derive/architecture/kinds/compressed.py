@@ -9,8 +9,8 @@ import sympy
 from derive.architecture.keys import Keys
 from derive.architecture.kinds.base import CACHE_SOURCE, Indexer, Kind, Resolve, Span, top_k_mean
 from derive.architecture.spec import Spec
-from derive.library import Formula
-from derive.symbols import Sym, tagged
+from derive.core.library import Formula
+from derive.core.symbols import Sym, tagged
 from formulas import notation as n
 
 

@@ -11,7 +11,7 @@ from derive.architecture.keys import Keys
 from derive.architecture.kinds.base import FULL, Resolve, Span
 from derive.architecture.kinds.latent import LatentAttention, latent_shapes
 from derive.architecture.spec import Spec
-from derive.symbols import Sym, define
+from derive.core.symbols import Sym, define
 from formulas import notation as n
 
 r_gn = define("gated_norm_rank", "r_gn", "", r"r_{gn}", "rank of a gated RMSNorm's low-rank gate MLP (A.X K2)")

@@ -12,7 +12,7 @@ from derive.architecture.kinds.gated_latent import r_gn
 from derive.architecture.kinds.moe import MoE
 from derive.architecture.kinds.moe import read as read_moe
 from derive.architecture.spec import Spec
-from derive.symbols import Sym
+from derive.core.symbols import Sym
 from formulas import notation as n
 
 

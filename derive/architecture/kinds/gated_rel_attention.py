@@ -13,7 +13,7 @@ from derive.architecture.kinds.base import Resolve
 from derive.architecture.kinds.rel_attention import RelativeAttention, d_rel
 from derive.architecture.kinds.rel_attention import read as read_relative
 from derive.architecture.spec import Spec
-from derive.errors import CatalogError
+from derive.core.errors import CatalogError
 from formulas import notation as n
 
 

@@ -12,7 +12,7 @@ from derive.architecture.kinds.attention import Attention
 from derive.architecture.kinds.attention import read as read_attention
 from derive.architecture.kinds.base import FULL, Kind, Resolve, Span
 from derive.architecture.spec import Spec
-from derive.symbols import Sym
+from derive.core.symbols import Sym
 from formulas import notation as n
 
 

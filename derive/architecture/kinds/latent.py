@@ -10,8 +10,8 @@ import sympy
 from derive.architecture.keys import Keys
 from derive.architecture.kinds.base import Indexer, Kind, Resolve, top_k_mean
 from derive.architecture.spec import Spec
-from derive.library import Formula
-from derive.symbols import Sym
+from derive.core.library import Formula
+from derive.core.symbols import Sym
 from formulas import notation as n
 
 

@@ -10,7 +10,7 @@ import sympy
 from derive.architecture.keys import Keys
 from derive.architecture.kinds.base import Kind, Resolve
 from derive.architecture.spec import Spec
-from derive.symbols import Sym, define
+from derive.core.symbols import Sym, define
 from formulas import notation as n
 
 d_in = define("mamba_inner", "d_in", "", r"d_{in}", "Mamba-1 inner width (expand x hidden): channels of the scan")

@@ -9,7 +9,7 @@ import sympy
 from derive.architecture.keys import Keys
 from derive.architecture.kinds.base import Kind, Resolve
 from derive.architecture.spec import Spec
-from derive.symbols import Sym
+from derive.core.symbols import Sym
 from formulas import notation as n
 
 

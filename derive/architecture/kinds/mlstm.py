@@ -9,8 +9,8 @@ import sympy
 from derive.architecture.keys import Keys
 from derive.architecture.kinds.base import Kind, Resolve
 from derive.architecture.spec import Spec
-from derive.errors import CatalogError
-from derive.symbols import Sym, define
+from derive.core.errors import CatalogError
+from derive.core.symbols import Sym, define
 from formulas import notation as n
 
 d_qk = define("mlstm_qk_width", "d_qk", "", r"d_{qk}", "mLSTM query/key width over all heads (qk_dim_factor x hidden)")

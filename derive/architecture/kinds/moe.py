@@ -9,8 +9,8 @@ import sympy
 from derive.architecture.keys import Keys
 from derive.architecture.kinds.base import Kind, Resolve
 from derive.architecture.spec import Spec
-from derive.errors import CatalogError
-from derive.symbols import Sym
+from derive.core.errors import CatalogError
+from derive.core.symbols import Sym
 from formulas import notation as n
 
 

@@ -11,8 +11,8 @@ from derive.architecture.kinds.attention import Attention
 from derive.architecture.kinds.attention import read as read_attention
 from derive.architecture.kinds.base import FULL, Kind, Resolve, Span, kind_module
 from derive.architecture.spec import Spec
-from derive.library import Formula
-from derive.symbols import Sym
+from derive.core.library import Formula
+from derive.core.symbols import Sym
 
 
 @dataclass(frozen=True)

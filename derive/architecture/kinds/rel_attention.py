@@ -12,7 +12,7 @@ from derive.architecture.kinds.attention import Attention
 from derive.architecture.kinds.attention import read as read_attention
 from derive.architecture.kinds.base import FULL, Resolve, Span
 from derive.architecture.spec import Spec
-from derive.symbols import Sym, define
+from derive.core.symbols import Sym, define
 from formulas import notation as n
 
 d_rel = define("relative_dim", "d_rel", "", r"d_{rel}", "width of each head's relative-position state (Inkling)")

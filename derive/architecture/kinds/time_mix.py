@@ -9,7 +9,7 @@ import sympy
 from derive.architecture.keys import Keys
 from derive.architecture.kinds.base import Kind, Resolve
 from derive.architecture.spec import Spec
-from derive.symbols import Sym, define
+from derive.core.symbols import Sym, define
 from formulas import notation as n
 
 d_att = define("rwkv_attention_width", "d_att", "", r"d_{att}", "width of RWKV-4's time mixing (attention_hidden_size)")

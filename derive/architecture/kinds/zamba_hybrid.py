@@ -11,8 +11,8 @@ from derive.architecture.kinds.attention import Attention
 from derive.architecture.kinds.base import Resolve, kind_module
 from derive.architecture.kinds.parallel import Parallel
 from derive.architecture.spec import Spec
-from derive.errors import CatalogError
-from derive.symbols import Sym, define
+from derive.core.errors import CatalogError
+from derive.core.symbols import Sym, define
 from formulas import notation as n
 
 n_blk = define("shared_blocks", "n_blk", "", r"n_{blk}", "shared transformer blocks the hybrid layers take in turn")

@@ -11,7 +11,7 @@ from derive.architecture.kinds.base import Resolve
 from derive.architecture.kinds.moe import MoE
 from derive.architecture.kinds.moe import read as read_moe
 from derive.architecture.spec import Spec
-from derive.symbols import Sym, define
+from derive.core.symbols import Sym, define
 from formulas import notation as n
 
 E_z = define("zero_experts", "E_z", "", r"E_{z}", "zero-computation experts the router may pick (LongCat-Flash)")

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 
 import sympy
 
-from derive.evaluation import Values, evaluate
-from derive.library import LIBRARY, Formula, Library
-from derive.solving import Solution
-from derive.symbols import Sym, symbols_of
+from derive.core.evaluation import Values, evaluate
+from derive.core.library import LIBRARY, Formula, Library
+from derive.core.solving import Solution
+from derive.core.symbols import Sym, symbols_of
 
 
 @dataclass(frozen=True)
@@ -127,15 +127,15 @@ class Work:
 
     def solve(self, lhs: sympy.Expr, rhs: sympy.Expr, unknown: Sym):  # type: ignore[no-untyped-def]
         """lhs = rhs solved for `unknown` in this work's library, the piece that holds picked at its values."""
-        from derive.evaluation import evaluate
-        from derive.solving import solve
+        from derive.core.evaluation import evaluate
+        from derive.core.solving import solve
 
         return solve(lhs, rhs, unknown, self.library, at=lambda expr: evaluate(expr, self.values, self.library))
 
     def root(self, solution: Solution) -> sympy.Expr | None:
         """The solution's closed form at this work's values, where it is a finite positive real; else None (no root
         where the quantity can be: a negative batch, a complex Lambert W)."""
-        from derive.evaluation import evaluate
+        from derive.core.evaluation import evaluate
 
         value = evaluate(solution.closed_form, self.values, self.library)
         return value if value.is_finite and value.is_real and value > 0 else None

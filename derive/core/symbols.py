@@ -2,7 +2,7 @@
 
 Expressions stay free of units (units inside SymPy expressions do not simplify);
 each symbol declares its unit here, in coherent base units, and the checker in
-derive.dimensions reads it back when it walks an expression.
+derive.core.dimensions reads it back when it walks an expression.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from functools import cached_property
 
 import sympy
 
-from derive.errors import UnitError
-from derive.units import to_base_factor, unit
+from derive.core.errors import UnitError
+from derive.core.units import to_base_factor, unit
 
 _BY_SYMBOL: dict[sympy.Symbol, Sym] = {}
 _BY_KEY: dict[str, Sym] = {}
@@ -90,7 +90,7 @@ def lookup(symbol: sympy.Symbol) -> Sym:
     try:
         return _BY_SYMBOL[symbol]
     except KeyError:
-        raise UnitError(f"'{symbol}' is not a declared symbol", "Declare it with derive.symbols.define") from None
+        raise UnitError(f"'{symbol}' is not a declared symbol", "Declare it with derive.core.symbols.define") from None
 
 
 def by_key(key: str) -> Sym | None:

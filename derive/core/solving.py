@@ -11,12 +11,13 @@ from dataclasses import dataclass, replace
 
 import sympy
 
-from derive.dimensions import unit_of
-from derive.errors import DeriveError, UnitError
-from derive.evaluation import inline
-from derive.library import LIBRARY, Library
-from derive.symbols import Sym
-from derive.units import unit
+from derive.core.dimensions import unit_of
+from derive.core.errors import DeriveError, UnitError
+from derive.core.evaluation import inline
+from derive.core.library import LIBRARY, Library
+from derive.core.printing import text
+from derive.core.symbols import Sym
+from derive.core.units import unit
 
 
 @dataclass(frozen=True)
@@ -270,8 +271,6 @@ def _piecewise(lhs, rhs, lhs_in, rhs_in, unknown, pieces, at) -> Solution:  # ty
 
 
 def _text(expr: sympy.Basic) -> str:
-    from derive.render import text
-
     return text(expr)
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import sympy
 
-from derive.errors import UnitError
+from derive.core.errors import UnitError
 
 if TYPE_CHECKING:
     import pint

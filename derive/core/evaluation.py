@@ -11,9 +11,9 @@ from collections.abc import Mapping
 
 import sympy
 
-from derive.errors import DeriveError
-from derive.library import LIBRARY, Library
-from derive.symbols import Sym, symbols_of
+from derive.core.errors import DeriveError
+from derive.core.library import LIBRARY, Library
+from derive.core.symbols import Sym, symbols_of
 
 Values = dict[Sym, sympy.Expr]
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, cast
 
 import sympy
 
-from derive.errors import UnitError
-from derive.symbols import lookup
-from derive.units import registry, unit
+from derive.core.errors import UnitError
+from derive.core.symbols import lookup
+from derive.core.units import registry, unit
 
 if TYPE_CHECKING:
     import pint

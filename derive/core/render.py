@@ -6,54 +6,16 @@ Rounding happens here and only here; the sheet keeps exact values.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import sympy
 from sympy.printing.latex import LatexPrinter
-from sympy.printing.str import StrPrinter
 
-from derive.sheet import Compute, Given, Heading, Note, Sheet, Solve
-from derive.solving import Solution
-from derive.symbols import Sym, lookup
-from derive.units import base_unit_text, format_quantity
-
-
-class _TextPrinter(StrPrinter):
-    """Formulas as a terminal shows them: `W·P/(BW·n)`, `x^2`."""
-
-    def _print_Mul(self, expr: sympy.Mul) -> str:
-        return re.sub(r"(?<!\*)\*(?!\*)", "·", super()._print_Mul(expr))
-
-    def _print_Pow(self, expr: sympy.Pow, rational: bool = False) -> str:
-        return super()._print_Pow(expr, rational).replace("**", "^")
-
-    def _print_Symbol(self, expr: sympy.Symbol) -> str:
-        return "τ" if expr.name == "tau" else expr.name
-
-
-class _SubstitutedPrinter(_TextPrinter):
-    """The same formula with every symbol replaced by its value and unit."""
-
-    def __init__(self, values: dict[Sym, sympy.Expr]) -> None:
-        super().__init__()
-        self.values = values
-
-    def _print_Symbol(self, expr: sympy.Symbol) -> str:
-        sym = lookup(expr)
-        value = sym.value if sym.value is not None else self.values.get(sym)
-        if value is None:
-            return super()._print_Symbol(expr)
-        text = format_quantity(value, sym.unit)
-        return f"({text})" if " " in text and sym.unit else text
-
-
-def text(expr: sympy.Expr) -> str:
-    return _TextPrinter().doprint(expr)
-
-
-def substituted(expr: sympy.Expr, values: dict[Sym, sympy.Expr]) -> str:
-    return _SubstitutedPrinter(values).doprint(expr)
+from derive.core.printing import substituted, text
+from derive.core.sheet import Compute, Given, Heading, Note, Sheet, Solve
+from derive.core.solving import Solution
+from derive.core.symbols import Sym, lookup
+from derive.core.units import base_unit_text, format_quantity
 
 
 def how(solution: Solution) -> str:

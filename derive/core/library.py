@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import sympy
 
-from derive.dimensions import unit_of
-from derive.errors import DeriveError, UnitError
-from derive.symbols import Sym
-from derive.units import unit
+from derive.core.dimensions import unit_of
+from derive.core.errors import DeriveError, UnitError
+from derive.core.symbols import Sym
+from derive.core.units import unit
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class Library:
         try:
             return self._by_name[name]
         except KeyError:
-            from derive.names import closest
+            from derive.core.names import closest
 
             raise DeriveError(
                 f"unknown formula '{name}'",

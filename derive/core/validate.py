@@ -16,8 +16,8 @@ from pathlib import Path
 
 import sympy
 
-from derive.errors import DeriveError
-from derive.units import parse_quantity, to_base_factor, unit
+from derive.core.errors import DeriveError
+from derive.core.units import parse_quantity, to_base_factor, unit
 
 # The largest value each count may take: far beyond any deployment, small enough that the exact
 # arithmetic stays fast and no float overflows.
