@@ -97,7 +97,7 @@ def test_predict_and_plan_are_one_step(model_name, gpu_name, tp):
         assert planned[key] == pytest.approx(value, rel=1e-5), key
 
 
-@pytest.mark.parametrize(("model_name", "gpu_name", "tp"), [c for c in CASES if c[1] == "h200"])
+@pytest.mark.parametrize(("model_name", "gpu_name", "tp"), CASES)
 def test_eval_energy_and_sweep_give_predicts_step(model_name, gpu_name, tp):
     if not _runs(model_name, gpu_name, tp):
         pytest.skip("the layout does not run the model there")
