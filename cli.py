@@ -586,6 +586,7 @@ def formulas(as_json: bool) -> None:
 @gpu_options
 @workload_options
 @tp_option
+@_options(*layout_options)
 @batch_option
 @set_option
 @json_option
@@ -602,6 +603,7 @@ def eval_command(name: str, settings: tuple[str, ...], as_json: bool, **kwargs: 
 @gpu_options
 @workload_options
 @tp_option
+@_options(*layout_options)
 @batch_option
 @set_option
 @json_option

@@ -192,3 +192,19 @@ def test_predict_on_a_layout_is_the_plans_step(model_name, gpu_name, layout):
             planned = float(np.ravel(fn(*base, np.array([0.0]), float(BATCH)))[0])
             assert float(r[name + suffix].to("second").magnitude) == pytest.approx(planned, rel=1e-5), name + suffix
     assert float(r["sequences"].magnitude) == layout.pp * BATCH
+
+
+@pytest.mark.parametrize(
+    ("model_name", "gpu_name", "layout"), LAYOUTS[:3], ids=[f"{m}-{g}-{lt}" for m, g, lt in LAYOUTS[:3]]
+)
+def test_eval_on_a_layout_is_predicts_step(model_name, gpu_name, layout):
+    """`derive eval layout_tpot --ep --pp --dp` is predict's step on that layout; `eval tpot` there is refused, since
+    tpot is the tensor-parallel step alone."""
+    degrees = {"tp": layout.tp, "ep": layout.ep, "pp": layout.pp, "dp": layout.dp}
+    r = derive.predict(model_name, gpu_name, batch=BATCH, prompt=PROMPT, output=OUTPUT, **degrees).results
+    common = {"batch": BATCH, "context": MEAN_CONTEXT, **degrees}
+    for name, plain in (("layout_tpot", "tpot"), ("layout_tpot_floor", "tpot_floor")):
+        value = derive.evaluate(name, model_name, gpu_name, **common).results[name]
+        assert float(value.to("second").magnitude) == pytest.approx(float(r[plain].to("second").magnitude), rel=1e-6)
+    with pytest.raises(derive.DeriveError, match="tensor parallelism alone"):
+        derive.evaluate("tpot", model_name, gpu_name, **common)

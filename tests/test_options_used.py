@@ -62,8 +62,10 @@ FORMULA_FOR = {
     "--memory": "max_batch_by_memory",
     "--power": "energy_per_token",
     "--context": "step_time",
+    "--pp": "layout_tpot",  # a layout past tensor parallelism reaches the plan's own step
 }
 SOLVE_FOR = {
+    "--pp": ("layout_tpot = 20 ms", "batch"),
     "--memory": ("max_batch_by_memory = 10 sequence", "context"),
     "--power": ("energy_per_token = 1 J/token", "batch"),
 }

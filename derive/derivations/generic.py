@@ -16,7 +16,7 @@ from derive.core import validate
 from derive.core.errors import DeriveError
 from derive.core.evaluation import depends_on, evaluate
 from derive.core.sheet import Sheet, Work
-from derive.core.symbols import Sym, all_symbols, by_key, tagged
+from derive.core.symbols import Sym, all_symbols, by_key, lookup, tagged
 from derive.core.units import format_quantity
 from derive.derivations.common import Setup, chose_default, default_tp, kv_values, model_library, start, weight_format
 from formulas import energy as en
@@ -119,12 +119,39 @@ def fitted_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
 
 
 def layout_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
-    """The layout formulas' inputs (formulas/layout.py) where `exprs` reach them, for the setup's layout (tensor
-    parallelism alone unless --set gives pp, dp or ep): eval and solve read the plan's own step."""
+    """The layout formulas' inputs (formulas/layout.py) where `exprs` reach them, for the setup's layout (--ep, --pp,
+    --dp, or --set): eval and solve read the plan's own step. On a layout past tensor parallelism, a quantity that
+    holds for tensor parallelism alone (it reads n but no layout degree: tpot, step_time, ...) is refused, naming
+    the layout formula that holds there."""
     from derive.layouts import shape
     from derive.systems import system_for
     from formulas import layout as lay
 
+    for quantity, degree, option in (
+        (lay.ep, setup.ep, "--ep"),
+        (lay.pp, setup.pp, "--pp"),
+        (lay.dp, setup.dp, "--dp"),
+    ):
+        if degree != 1 and quantity not in work.values:
+            work.given(quantity, degree, option)
+    if any(work.values.get(q, 1) != 1 for q in (lay.ep, lay.pp, lay.dp)):
+        if setup.gpu is not None:  # the plan's rules for the layout, as derive predict and derive plan apply them
+            from derive.layouts import Layout, check
+
+            degrees = (int(work.values.get(q, 1)) for q in (sym.n, lay.ep, lay.pp, lay.dp))
+            check(setup.model, Layout(*degrees), system_for(setup.gpu))
+        plain = [
+            lookup(e).key if isinstance(e, sympy.Symbol) else str(e)
+            for e in exprs
+            if depends_on(e, sym.n, work.library) and not depends_on(e, lay.pp, work.library)
+        ]
+        if plain:
+            raise DeriveError(
+                f"{', '.join(plain)} holds for tensor parallelism alone, not on a layout with expert, pipeline or "
+                "attention data parallelism",
+                "Evaluate the layout's own formula (layout_tpot, layout_tpot_floor, layout_ttft, layout_ttft_floor, "
+                "weight_bytes_per_accelerator, ...; derive formulas lists them)",
+            )
     if setup.gpu is None:
         return
     try:
@@ -152,7 +179,7 @@ def evaluate_formula(setup: Setup, name: str, settings: list[str]) -> Sheet:
     formula = model_library(setup.model).get(name)
     work = scenario("eval", f"{formula.name}: {formula.meaning}", setup, settings)
     fitted_values(work, setup, [formula.expr])
-    layout_values(work, setup, [formula.expr])
+    layout_values(work, setup, [formula.defines.symbol])
     if formula.defines in work.values:  # --set gave the very quantity: evaluate its formula anyway
         del work.values[formula.defines]
     work.compute(formula, formula.name)
