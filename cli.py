@@ -226,7 +226,7 @@ def _sheet_command(
 
         path = kwargs.pop("figure", None)
         if path:
-            validate.output_file(path, "--figure")  # before any work: an unwritable path fails first
+            validate.figure_file(path, "--figure")  # before any work: an unwritable path fails first
         result = function(**kwargs)
         if path:
             result.figure(path)
@@ -279,7 +279,7 @@ _sheet_command("params", api.params, check_option, need_gpu=False, reads=())
 _sheet_command("kv", api.kv, batch_option, need_gpu=False, figure=True)
 _sheet_command("knee", api.knee, tp_option, figure=True)
 _sheet_command("flops", api.flops, need_gpu=False, reads=("context",))
-_sheet_command("fit", api.fit, tp_option, figures=("memory",))
+_sheet_command("fit", api.fit, tp_option, *layout_options, figures=("memory",))
 _sheet_command("intensity", api.intensity, batch_option, figures=("bandwidth", "flops"), figure=True)
 _sheet_command("crossover kv-weights", api.crossover_kv_weights, batch_option, figures=("memory",), figure=True)
 _sheet_command(
@@ -340,7 +340,7 @@ def measure(quick: bool, out: str | None, figure: str | None, as_json: bool) -> 
 
     out_file = validate.output_file(out) if out else None  # checked before a minute of measuring
     if figure:
-        validate.output_file(figure, "--figure")
+        validate.figure_file(figure, "--figure")
     plan = measuring.Plan.quick() if quick else measuring.Plan()
     result = measuring.run(plan, progress=lambda text: click.echo(f"  ... {text}", err=True))
     payload = json_module.dumps(result.as_dict(), indent=2) + "\n"
@@ -405,7 +405,7 @@ def simulate_batching(
     from derive.core import validate
 
     if figure:
-        validate.output_file(figure, "--figure")  # before the simulation: an unwritable path fails first
+        validate.figure_file(figure, "--figure")  # before the simulation: an unwritable path fails first
     result = api.simulate_batching(
         requests=requests,
         batch=batch,
@@ -449,7 +449,7 @@ def plan(as_json: bool, figure: str | None, gpus: str, ttft: Any, **kwargs: Any)
     from derive.core import validate
 
     if figure:
-        validate.output_file(figure, "--figure")
+        validate.figure_file(figure, "--figure")
     result = api.plan(gpu=gpus, ttft="2 s" if ttft is None else ttft, **kwargs)
     if figure:
         result.figure(figure)
@@ -512,7 +512,7 @@ def sweep(
 
     target_file = validate.output_file(out) if out else None
     if figure:
-        validate.output_file(figure, "--figure")  # before any work: an unwritable path fails first
+        validate.figure_file(figure, "--figure")  # before any work: an unwritable path fails first
     fmt = _sweep_format(out)
     planned = api.sweep(
         target,
@@ -647,7 +647,7 @@ def answer(
     from derive import answers
     from derive.core import validate
 
-    if list_questions or not question_id:
+    if list_questions or question_id is None:
         for q in answers.questions().values():
             click.echo(f"{q.id:<26} {q.source:<22} {q.title}")
         return

@@ -154,7 +154,7 @@ class Derivation:
 
         if not self.figure_kind:
             raise DeriveError(f"'{self.command}' has no figure", f"Figures are drawn for: {', '.join(plots.KINDS)}")
-        stem = validate.output_file(path, "--figure").with_suffix("")
+        stem = validate.figure_file(path, "--figure").with_suffix("")
         plots.draw(self.figure_kind, self.sheet, self.setup, stem, **self.figure_data)
         return [stem.with_suffix(".svg"), stem.with_suffix(".png")]
 
@@ -435,6 +435,9 @@ def fit(
     *,
     config: str | Path | None = None,
     tp: int | None = None,
+    ep: int | None = None,
+    pp: int | None = None,
+    dp: int | None = None,
     context: int | None = None,
     dtype: str | None = None,
     kv_dtype: str | None = None,

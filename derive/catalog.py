@@ -165,7 +165,7 @@ def load_config_path(path: str | Path) -> Model:
     if not file.is_file():
         raise CatalogError(f"no config.json at '{path}'", "Pass a config.json file or the folder that holds it")
     try:
-        raw = json.loads(file.read_text(encoding="utf-8"))
+        raw = json.loads(file.read_text(encoding="utf-8-sig"))  # a byte-order mark, as some editors save, is no error
     except UnicodeDecodeError:
         raise CatalogError(f"'{file}' is not a text file", "Pass a Hugging Face config.json") from None
     except json.JSONDecodeError as exc:

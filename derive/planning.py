@@ -603,11 +603,10 @@ class Plan:
 
     def figure(self, path: Any) -> list[Any]:
         """The throughput-per-accelerator against tokens-per-user frontier, one curve per accelerator."""
-        from pathlib import Path
-
         from derive import figures
+        from derive.core import validate
 
-        stem = Path(path).with_suffix("")
+        stem = validate.figure_file(path).with_suffix("")
         plt = figures.pyplot()
         fig, ax = plt.subplots()
         for i, found in enumerate(self.searches):

@@ -362,7 +362,7 @@ class Sweep:
         from derive.core import validate
 
         self.check_figure()
-        stem = validate.output_file(path, "--figure").with_suffix("")
+        stem = validate.figure_file(path, "--figure").with_suffix("")
         plots.sweep(self.table(), stem)
         return [stem.with_suffix(".svg"), stem.with_suffix(".png")]
 

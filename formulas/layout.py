@@ -23,7 +23,7 @@ from formulas import calibrated as cal
 from formulas.collectives import exchange, over_link, ring_allreduce
 from formulas.energy import P_acc
 from formulas.flops import F_att
-from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, W, k_e, kv_seq, kv_total, n, s_kv, tau
+from formulas.notation import BW, B, F, F_pre, K_pr, L, M, P, S_o, S_p, W, k_e, kv_seq, kv_total, n, s_kv, tau
 from formulas.reads import W_pre, W_read
 from formulas.sharding import b_a, v_d
 
@@ -64,6 +64,13 @@ X_r = define("rank_activation_bytes", "X_r", "byte", r"X_{r}", "d-wide activatio
 Y_tp = define("tp_sent_bytes", "Y_tp", "byte", r"Y_{tp}", "all-reduce bytes one accelerator sends in a slot")
 Y_ep = define("ep_sent_bytes", "Y_ep", "byte", r"Y_{ep}", "all-to-all bytes one accelerator sends in a slot")
 Y_pp = define("pp_sent_bytes", "Y_pp", "byte", r"Y_{pp}", "activation bytes one accelerator sends to the next stage")
+B_mL = define(
+    "layout_max_micro_batch",
+    "B_mL",
+    "sequence",
+    r"B_{max,L}",
+    "largest micro-batch whose cache fits beside each accelerator's weights on the layout",
+)
 w_L = define("layout_expert_width", "w_L", "", r"w_{L}", "width of one routed expert's matrices on one accelerator")
 
 # Times.
@@ -164,6 +171,13 @@ kv_bytes_held_per_accelerator = formula(
     pp.symbol * _per(B.symbol * kv_seq.symbol, dp, pp, s_kv),
     "Each accelerator keeps the cache of its rank's share of every micro-batch, for its stage's layers and its "
     "shard of the KV heads.",
+)
+layout_max_micro_batch = formula(
+    B_mL,
+    sympy.Max(sympy.floor((M.symbol - W_g.symbol) * dp.symbol * s_kv.symbol / kv_seq.symbol), 0),
+    "Each accelerator keeps W_g of weights and, for every one of the p micro-batches, its rank's B/d sequences' "
+    "cache for its stage's L/p layers over s_kv shards: B·K_seq/(d·s_kv) a micro-batch; what is left of M holds "
+    "this many (tensor parallelism alone: formulas/roofline.py's max_batch_by_memory).",
 )
 no_routed_expert_bytes = formula(W_E, sympy.Integer(0), "A dense model has no routed experts.")
 weight_read_per_accelerator = formula(

@@ -208,3 +208,20 @@ def test_eval_on_a_layout_is_predicts_step(model_name, gpu_name, layout):
         assert float(value.to("second").magnitude) == pytest.approx(float(r[plain].to("second").magnitude), rel=1e-6)
     with pytest.raises(derive.DeriveError, match="tensor parallelism alone"):
         derive.evaluate("tpot", model_name, gpu_name, **common)
+
+
+@pytest.mark.parametrize(("model_name", "gpu_name", "layout"), LAYOUTS, ids=[f"{m}-{g}-{lt}" for m, g, lt in LAYOUTS])
+def test_fit_on_a_layout_is_the_plans_memory_ceiling(model_name, gpu_name, layout):
+    """`derive fit --ep --pp --dp` holds what the plan's search holds: each accelerator's weights and its share of a
+    micro-batch's cache at the end of the reply (prompt plus output tokens)."""
+    dtype = "fp8" if model_name == "deepseek-v3" else "bf16"
+    degrees = {"tp": layout.tp, "ep": layout.ep, "pp": layout.pp, "dp": layout.dp}
+    r = derive.fit(model_name, gpu_name, context=PROMPT + OUTPUT, dtype=dtype, **degrees).results
+    compiled, gpu = _compiled(model_name, gpu_name, True), load_gpu(gpu_name)
+    base = [*layout_inputs(load_model(model_name), [layout], system_for(gpu)), np.array([0.0])]
+    weights, per_sequence = (
+        float(np.ravel(fn(*base, b))[0]) for fn, b in ((compiled.weights, 0.0), (compiled.held, 1.0))
+    )
+    assert float(r["weight_bytes_per_accelerator"].to("byte").magnitude) == pytest.approx(weights, rel=1e-9)
+    assert r["max_micro_batch"].magnitude == int((float(gpu.memory) - weights) // per_sequence)
+    assert r["max_sequences"].magnitude == layout.pp * r["max_micro_batch"].magnitude

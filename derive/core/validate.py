@@ -149,6 +149,20 @@ def output_file(path: str | Path, option: str = "--out") -> Path:
     return file
 
 
+FIGURE_SUFFIXES = ("", ".svg", ".png")
+
+
+def figure_file(path: str | Path, option: str = "--figure") -> Path:
+    """Where a figure goes: an output file whose name ends in .svg, .png or nothing (both are written beside it)."""
+    file = output_file(path, option)
+    if file.suffix.lower() not in FIGURE_SUFFIXES:
+        raise DeriveError(
+            f"{option} '{path}': a figure is written as SVG and PNG, not '{file.suffix}'",
+            f"Give a name ending in .svg or .png, such as {file.with_suffix('.svg')}",
+        )
+    return file
+
+
 def output_folder(path: str | Path, option: str = "--out") -> Path:
     """A folder to write into: it may be made, but only inside a folder that exists and is writable."""
     folder = Path(path)

@@ -109,20 +109,22 @@ def start(command: str, title: str, setup: Setup) -> Work:
     return work
 
 
-def model_notes(work: Work, setup: Setup) -> None:
+def model_notes(work: Work, setup: Setup, longest: int | None = None) -> None:
+    """The model's own notes, and the context checks on the tokens the sheet used: `longest`, the most a sequence
+    reaches (predict: prompt plus output), else the context where the sheet reads one; none where it reads none."""
     arch = setup.model.config
     for note in arch.notes:
         work.note(note)
-    capped = [f"{tokens:,} ({kind_name(tag)})" for tag, tokens in arch.windows.items() if setup.context > tokens]
+    if longest is None and sym.S in work.values and isinstance(setup.context, int):
+        longest = setup.context
+    capped = [f"{tokens:,} ({kind_name(tag)})" for tag, tokens in arch.windows.items() if longest and longest > tokens]
     if capped:
         work.note(
-            f"at {setup.context:,} tokens the windowed layers hold only their last {', '.join(capped)} tokens: "
+            f"at {longest:,} tokens the windowed layers hold only their last {', '.join(capped)} tokens: "
             "their cache and attention stop growing there"
         )
-    if arch.max_context and setup.context > arch.max_context:
-        work.note(
-            f"{setup.context:,} tokens is beyond the {arch.max_context:,} positions of {setup.model.name}'s config"
-        )
+    if arch.max_context and longest and longest > arch.max_context:
+        work.note(f"{longest:,} tokens is beyond the {arch.max_context:,} positions of {setup.model.name}'s config")
     if arch.quantization and setup.dtype != "fp8" and "fp8" in arch.quantization:
         work.note(f"the checkpoint ships {arch.quantization} weights; pass --dtype fp8 to size it as shipped")
     if arch.expert_format:
@@ -168,8 +170,12 @@ def expert_coverage_note(work: Work, setup: Setup) -> None:
 def held_per_accelerator(values: dict[Sym, sympy.Expr], library: Library, batch: object, context: object) -> sympy.Expr:
     """Bytes one accelerator holds for `batch` sequences of `context` tokens (formulas/roofline.py's M_g): the one
     fit check every command shares."""
+    from formulas import layout as lay
+
     at = {sym.n: sympy.Integer(1), **values, sym.B: sympy.sympify(batch), sym.S: sympy.sympify(context)}
     at.pop(sym.kv_seq, None)  # the cache at this context, not the sheet's
+    if any(q in values for q in (lay.pp, lay.dp, lay.ep)):  # a layout's sheet: its own shares (formulas/layout.py)
+        return evaluate(lay.W_g.symbol + lay.K_gs.symbol, at, library)
     return evaluate(library.get("memory_per_accelerator").expr, at, library)
 
 

@@ -66,6 +66,10 @@ def flops(setup: Setup) -> Sheet:
 
 
 def fit(setup: Setup) -> Sheet:
+    if not setup.plain_tp:  # expert, pipeline or attention data parallelism: the plan's layout formulas
+        from derive.derivations.plan import fit_on_layout
+
+        return fit_on_layout(setup)
     model = setup.model
     work = start("fit", f"How many {setup.context:,}-token sequences of {model.title} fit", setup)
     decode_inputs(work, setup)
@@ -297,7 +301,7 @@ def predict(setup: Setup) -> Sheet:
     )
     if fit:
         calibration_notes(work, fit)
-    model_notes(work, setup)
+    model_notes(work, setup, setup.prompt + setup.output)
     return work.sheet
 
 

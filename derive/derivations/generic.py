@@ -26,6 +26,11 @@ from formulas import prefill as pf
 
 # Units whose values are plain counts: `--set batch=16` needs no unit.
 _COUNT_UNITS = {"", "sequence", "token/sequence", "parameter", "token"}
+# Settings that count whole things (sequences, tokens, accelerators), checked as the options of those names are.
+_WHOLE_UNITS = {"sequence", "token/sequence", "token"}
+_WHOLE = {"tp", "pp", "dp", "ep", "kv_shards"}
+_COUNT_NAMES = {"batch": "batch", "context": "context", "tp": "tp"}
+_LARGEST = 10**18  # a plain number past this is a typo, not a model (parameters number in the trillions)
 _NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
 
 
@@ -44,8 +49,11 @@ def parse_setting(text: str) -> tuple[Sym, sympy.Expr]:
     """'batch=16' or 'bandwidth=3.35 TB/s' as a symbol and an exact value in base units."""
     key, value = validate.setting(text, "--set batch=16 or --set 'bandwidth=3.35 TB/s'")
     target = symbol_for(key)
+    if _NUMBER.match(value) and (target.unit in _WHOLE_UNITS or target.key in _WHOLE):
+        # A batch, a context, a degree: a whole number within its sanity bound (derive/core/validate.py), as an option
+        return target, sympy.Integer(validate.count(value, _COUNT_NAMES.get(target.key, target.key), f"--set {key}"))
     if _NUMBER.match(value) and target.unit in _COUNT_UNITS:
-        return target, validate.number(value, key, f"--set {key}")
+        return target, validate.number(value, key, f"--set {key}", high=_LARGEST)
     return target, validate.quantity(value, target.unit, f"--set {key}")
 
 

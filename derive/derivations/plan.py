@@ -204,7 +204,7 @@ def predict_on_layout(setup: Setup) -> Sheet:
     )
     if fit:
         calibration_notes(work, fit)
-    model_notes(work, setup)
+    model_notes(work, setup, setup.prompt + setup.output)
     return work.sheet
 
 
@@ -227,3 +227,42 @@ def _grows_with_batch(symbol: Sym, work: Work) -> bool:
     """Whether the sheet computed `symbol` from a formula that depends on the batch (so it is redone at another)."""
     defining = work.library.defining(symbol.symbol)
     return symbol == sym.B or (defining is not None and depends_on(defining.expr, sym.B, work.library))
+
+
+def fit_on_layout(setup: Setup) -> Sheet:
+    """`derive fit` on a layout with expert, pipeline or attention data parallelism: each accelerator's weights
+    (W_g) and its share of a micro-batch's cache, and the largest micro-batch memory holds (the plan's own
+    formulas; on tensor parallelism alone, max_batch_by_memory)."""
+    from derive.layouts import check
+    from derive.systems import system_for
+
+    model, gpu = setup.model, setup.gpu
+    if gpu is None:
+        raise DeriveError("fit needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
+    if setup.tp is None:
+        raise DeriveError(
+            "--ep, --pp and --dp describe a layout with its tensor-parallel degree", "Pass --tp too (1 for none)"
+        )
+    system = system_for(gpu)
+    layout = check(model, Layout(setup.tp, setup.ep, setup.pp, setup.dp), system)
+    work = start("fit", f"How many {setup.context:,}-token sequences of {model.title} fit on {layout}", setup)
+    from derive.derivations.common import decode_inputs
+
+    decode_inputs(work, setup)
+    accelerator(work, setup, compute=False)
+    _layout_values(work, setup, layout, system)
+    routed = work.library.defining(lay.W_E.symbol)
+    assert routed is not None, "formulas/layout.py defines W_E (zero for a dense model)"
+    work.compute(routed)
+    work.compute(work.library.get("weight_bytes_per_accelerator"), "weight_bytes_per_accelerator")
+    largest = work.compute(work.library.get("layout_max_micro_batch"), "max_micro_batch")
+    work.given(sym.B, largest, "the largest micro-batch", inline=True)
+    work.compute(work.library.get("layout_sequences"), "max_sequences")
+    if largest < 1:
+        work.note(
+            "each accelerator's weights leave no room for a sequence: add accelerators (--tp, --ep with --dp, --pp) "
+            "or use a smaller --dtype"
+        )
+    work.note("an upper bound: activations, the framework's workspace and fragmentation take memory too")
+    model_notes(work, setup)
+    return work.sheet

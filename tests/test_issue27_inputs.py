@@ -1,0 +1,56 @@
+"""Bad inputs issue 27 lists, each a one-line error with exit code 2 (or, for a byte-order mark, no error)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import derive
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["answer", ""], "unknown question ''"),  # it printed the list and exited 0
+        (["eval", "kv_bytes", "--model", "llama3-8b", "--set", "batch=1e400"], "--set batch"),  # printed 'inf B'
+        (["eval", "kv_bytes", "--model", "llama3-8b", "--set", "context=1.5"], "whole number"),  # was taken
+        (["knee", "--model", "llama70b", "--figure", "k.txt"], "not '.txt'"),  # wrote k.svg and k.png
+        (["knee", "--model", "llama70b", "--figure", "p.pdf"], "not '.pdf'"),
+    ],
+)
+def test_a_bad_value_is_one_line_and_exit_2(run, tmp_path, monkeypatch, args, says):
+    monkeypatch.chdir(tmp_path)
+    result = run(*args)
+    assert result.exit_code == 2, result.stdout[-300:]
+    assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not list(tmp_path.iterdir())  # nothing written before the refusal
+
+
+def test_a_figure_path_is_checked_by_the_api_too(tmp_path):
+    with pytest.raises(derive.DeriveError, match="not '.txt'"):
+        derive.knee("llama70b").figure(tmp_path / "k.txt")
+
+
+def test_a_config_with_a_byte_order_mark_reads(tmp_path):
+    """Some editors save JSON with a UTF-8 byte-order mark; json.loads refuses it, derive reads past it."""
+    config = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2}
+    config.update({"intermediate_size": 128, "vocab_size": 100})
+    path = tmp_path / "config.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(config).encode())
+    plain = tmp_path / "plain" / "config.json"
+    plain.parent.mkdir()
+    plain.write_text(json.dumps(config))
+    counted = derive.params(config=path).results["total_params"]
+    assert counted == derive.params(config=plain).results["total_params"]
+
+
+@pytest.mark.parametrize(
+    ("model", "prompt", "output", "positions"), [("gpt2", 5000, 5000, 1024), ("llama3-70b", 9000, 128, 8192)]
+)
+def test_predict_checks_the_positions_on_the_tokens_it_uses(model, prompt, output, positions):
+    """Issue 27: predict checked the unused default context of 2,048 instead of prompt plus output (gpt2 was told
+    "2,048 tokens is beyond the 1,024 positions", Llama 3 70B with 9,128 tokens nothing)."""
+    notes = derive.predict(model, "h100", tp=4 if model != "gpt2" else 1, prompt=prompt, output=output).notes
+    said = [n for n in notes if "positions" in n]
+    assert said == [f"{prompt + output:,} tokens is beyond the {positions:,} positions of {model}'s config"]
