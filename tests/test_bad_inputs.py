@@ -158,7 +158,10 @@ COMMANDS = [
     ),
     (["knee", "--model", "llama70b", "--gpu", "a100", "--dtype", "fp8"], "a100 has no fp8 peak"),
     (["eval", "weight_bytez", "--model", "gpt2"], "unknown formula 'weight_bytez'. Did you mean 'weight_bytes'?"),
-    (["eval", "kv_bytes", "--model", "gpt2", "--set", "batch=0"], "--set batch must be a whole number of at least 1, got 0"),
+    (
+        ["eval", "kv_bytes", "--model", "gpt2", "--set", "batch=0"],
+        "--set batch must be a whole number of at least 1, got 0",
+    ),
     (["eval", "kv_bytes", "--model", "gpt2", "--set", "nonsense=3"], "unknown quantity 'nonsense'"),
     (["eval", "kv_bytes", "--model", "gpt2", "--set", "batch"], "--set 'batch' is not key=value"),
     (["eval", "step_time", "--model", "gpt2", "--set", "bandwidth=3 TFLOP/s"], "is a compute rate"),
