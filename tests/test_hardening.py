@@ -83,7 +83,7 @@ NAMED = {
         ["sweep", "predict", "--model", "llama3-8b", "--out", "/nonexistent/dir/out.csv"],
         "the folder '/nonexistent/dir' does not exist",
     ),
-    "sheets_out_unwritable": (["sheets", "--out", "/proc/x"], "cannot be created"),
+    "sheets_out_unwritable": (["sheets", "--out", "/proc/x"], "nothing can be written"),
     "sheets_out_missing_parent": (["sheets", "--out", "/nonexistent/a/b"], "does not exist"),
     "answer_out_missing_parent": (["answer", "kv-sizing-13b", "--out", "/nonexistent/x"], "does not exist"),
     "measure_out_checked_first": (["measure", "--quick", "--out", "/nonexistent/m.json"], "does not exist"),

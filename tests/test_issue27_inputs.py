@@ -54,3 +54,25 @@ def test_predict_checks_the_positions_on_the_tokens_it_uses(model, prompt, outpu
     notes = derive.predict(model, "h100", tp=4 if model != "gpt2" else 1, prompt=prompt, output=output).notes
     said = [n for n in notes if "positions" in n]
     assert said == [f"{prompt + output:,} tokens is beyond the {positions:,} positions of {model}'s config"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["measure", "--quick", "--out", "/proc/m.json"],  # ran the whole measurement first
+        ["sweep", "tpot", "--model", "llama3-8b", "--batch", "1:4", "--out", "/proc/w.csv"],  # printed a note first
+        ["knee", "--model", "llama70b", "--figure", "/proc/k.svg"],  # FileNotFoundError
+    ],
+)
+def test_an_unwritable_place_is_refused_before_any_work(run, args):
+    """/proc passes the permission bits but takes no file: the path is tried before a minute of work."""
+    result = run(*args)
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()] and "nothing can be written" in result.stderr
+    assert result.stdout == ""
+
+
+def test_a_count_solved_below_one_is_flagged(run):
+    """Issue 27: `solve 'ttft = tpot' --for batch` answered 0.1416 sequences without a word."""
+    result = run("solve", "ttft = tpot", "--for", "batch", "--model", "llama3-8b")
+    assert result.exit_code == 0 and "is below one sequence: no whole batch satisfies" in result.stdout

@@ -180,6 +180,13 @@ def _writable_folder(folder: Path, option: str, path: str | Path) -> None:
         )
     if not os.access(folder, os.W_OK | os.X_OK):
         raise DeriveError(f"{option} '{path}': the folder '{folder}' is not writable", "Write somewhere else")
+    try:  # permission bits can say yes where the filesystem says no (/proc, a read-only mount): try it, before any work
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise DeriveError(
+            f"{option} '{path}': nothing can be written in '{folder}' ({exc.strerror})", "Write somewhere else"
+        ) from None
 
 
 def make_folder(folder: Path, option: str = "--out") -> Path:

@@ -234,7 +234,13 @@ def solve_equation(setup: Setup, equation: str, unknown_key: str, settings: list
     solution, value = solution.positive(lambda root: evaluate(root, work.values, work.library))
     note = "" if value is not None else "no positive solution at these values"
     work.solved(solution, unknown, value, note, result=unknown.key)
-    if value is not None:
+    if value is not None and unknown in (sym.B, sym.S) and value < 1:  # a count the equation puts below one
+        word = "sequence" if unknown is sym.B else "token of context"
+        work.note(
+            f"{format_quantity(value, unknown.unit)} is below one {word}: no whole {unknown.key} satisfies "
+            f"'{equation.strip()}' at these values"
+        )
+    elif value is not None:
         memory_ceiling(work, unknown, value)
     return work.sheet
 
