@@ -15,6 +15,7 @@ from derive.derivations.calibrated import calibration_inputs, calibration_notes
 from derive.derivations.common import (
     Setup,
     accelerator,
+    decode_inputs,
     decode_inputs_at_mean_context,
     model_notes,
     start,
@@ -163,22 +164,27 @@ def _decode_step(work: Work, setup: Setup, estimate: bool, names: tuple[str, str
             work.compute(work.library.get(name), names[1] if name == "layout_tpot" else None)
 
 
-def predict_on_layout(setup: Setup) -> Sheet:
-    """`derive predict` on a layout with expert, pipeline or attention data parallelism: the plan's own step
-    (formulas/layout.py) at --batch sequences a micro-batch, its floor and calibrated estimate under predict's
-    names. On tensor parallelism alone these are the roofline's and calibrated.py's terms (tests/test_one_step.py)."""
+def _setup_layout(setup: Setup, command: str) -> tuple[Gpu, Layout, System]:
+    """The setup's accelerator, its layout (tp with ep, pp, dp) checked by the plan's rules, and its system."""
     from derive.layouts import check
     from derive.systems import system_for
 
-    model, gpu = setup.model, setup.gpu
-    if gpu is None:
-        raise DeriveError("predict needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
+    if setup.gpu is None:
+        raise DeriveError(f"{command} needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
     if setup.tp is None:
         raise DeriveError(
             "--ep, --pp and --dp describe a layout with its tensor-parallel degree", "Pass --tp too (1 for none)"
         )
-    system = system_for(gpu)
-    layout = check(model, Layout(setup.tp, setup.ep, setup.pp, setup.dp), system)
+    system = system_for(setup.gpu)
+    return setup.gpu, check(setup.model, Layout(setup.tp, setup.ep, setup.pp, setup.dp), system), system
+
+
+def predict_on_layout(setup: Setup) -> Sheet:
+    """`derive predict` on a layout with expert, pipeline or attention data parallelism: the plan's own step
+    (formulas/layout.py) at --batch sequences a micro-batch, its floor and calibrated estimate under predict's
+    names. On tensor parallelism alone these are the roofline's and calibrated.py's terms (tests/test_one_step.py)."""
+    model = setup.model
+    gpu, layout, system = _setup_layout(setup, "predict")
     title = f"TTFT and TPOT of {model.title} on {layout.accelerators} x {gpu.name}, {layout}"
     work = start("predict", f"{title}: {setup.prompt:,} prompt, {setup.output:,} output tokens", setup)
     decode_inputs_at_mean_context(work, setup, setup.prompt, setup.output)
@@ -233,21 +239,9 @@ def fit_on_layout(setup: Setup) -> Sheet:
     """`derive fit` on a layout with expert, pipeline or attention data parallelism: each accelerator's weights
     (W_g) and its share of a micro-batch's cache, and the largest micro-batch memory holds (the plan's own
     formulas; on tensor parallelism alone, max_batch_by_memory)."""
-    from derive.layouts import check
-    from derive.systems import system_for
-
-    model, gpu = setup.model, setup.gpu
-    if gpu is None:
-        raise DeriveError("fit needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
-    if setup.tp is None:
-        raise DeriveError(
-            "--ep, --pp and --dp describe a layout with its tensor-parallel degree", "Pass --tp too (1 for none)"
-        )
-    system = system_for(gpu)
-    layout = check(model, Layout(setup.tp, setup.ep, setup.pp, setup.dp), system)
+    model = setup.model
+    gpu, layout, system = _setup_layout(setup, "fit")
     work = start("fit", f"How many {setup.context:,}-token sequences of {model.title} fit on {layout}", setup)
-    from derive.derivations.common import decode_inputs
-
     decode_inputs(work, setup)
     accelerator(work, setup, compute=False)
     _layout_values(work, setup, layout, system)
