@@ -277,7 +277,7 @@ check_option = click.option(
 )
 _sheet_command("params", api.params, check_option, need_gpu=False, reads=())
 _sheet_command("kv", api.kv, batch_option, need_gpu=False, figure=True)
-_sheet_command("knee", api.knee, tp_option, figure=True)
+_sheet_command("knee", api.knee, tp_option, *layout_options, figure=True)
 _sheet_command("flops", api.flops, need_gpu=False, reads=("context",))
 _sheet_command("fit", api.fit, tp_option, *layout_options, figures=("memory",))
 _sheet_command("intensity", api.intensity, batch_option, figures=("bandwidth", "flops"), figure=True)
@@ -297,18 +297,19 @@ _sheet_command(
     reads=("dtype", "kv_dtype"),
     figure=True,
 )
-_sheet_command("compare", api.compare, tp_option, vs_option)
+_sheet_command("compare", api.compare, tp_option, *layout_options, vs_option)
 _sheet_command("experts", api.experts, batch_option, need_gpu=False, reads=("dtype",), figure=True)
-_sheet_command("energy", api.energy, tp_option, batch_option, figures=tuple(GPU_FIGURES))
+_sheet_command("energy", api.energy, tp_option, *layout_options, batch_option, figures=tuple(GPU_FIGURES))
 _sheet_command(
     "shard", api.shard, tp_option, tokens_option, link_option, reads=("dtype",), figures=("bandwidth", "flops")
 )
-_sheet_command("claim", api.claim, tp_option, claim_option, figures=("bandwidth", "memory"))
+_sheet_command("claim", api.claim, tp_option, *layout_options, claim_option, figures=("bandwidth", "memory"))
 _sheet_command("attention-memory", api.attention_memory, need_gpu=False, reads=("context", "dtype"))
 _sheet_command(
     "utilisation",
     api.utilisation,
     tp_option,
+    *layout_options,
     batch_option,
     click.option(
         "--step-time",

@@ -17,13 +17,40 @@ latent cache (MLA) is whole on every accelerator (vLLM, SGLang), hence attention
 
 import sympy
 
-from derive.core.library import formula
+from derive.core.library import Formula, formula
 from derive.core.symbols import Sym, define
 from formulas import calibrated as cal
+from formulas import claim as cl
+from formulas import energy as en
+from formulas import roofline as rf
+from formulas import utilisation as ut
 from formulas.collectives import exchange, over_link, ring_allreduce
 from formulas.energy import P_acc
 from formulas.flops import F_att
-from formulas.notation import BW, B, F, F_pre, K_pr, L, M, P, S_o, S_p, W, k_e, kv_seq, kv_total, n, s_kv, tau
+from formulas.notation import (
+    BW,
+    B,
+    B_max,
+    F,
+    F_pre,
+    K_pr,
+    L,
+    M,
+    P,
+    R,
+    S_o,
+    S_p,
+    W,
+    k_e,
+    kv_seq,
+    kv_total,
+    n,
+    s_kv,
+    t_comp,
+    t_mem,
+    t_step,
+    tau,
+)
 from formulas.reads import W_pre, W_read
 from formulas.sharding import b_a, v_d
 
@@ -74,6 +101,13 @@ B_mL = define(
 w_L = define("layout_expert_width", "w_L", "", r"w_{L}", "width of one routed expert's matrices on one accelerator")
 
 # Times.
+t_mg = define(
+    "layout_memory_time", "t_mg", "second", r"t_{mem,g}", "one accelerator's bytes of a slot at full bandwidth"
+)
+t_cg = define("layout_compute_time", "t_cg", "second", r"t_{comp,g}", "one accelerator's FLOPs of a slot at peak")
+t_lk = define(
+    "layout_link_time", "t_lk", "second", r"t_{link,g}", "one accelerator's collectives of a slot at full link speed"
+)
 t_sf = define("layout_slot_floor", "t_sf", "second", r"t_{slot}", "floor of one slot: the slowest of HBM, FLOPs, links")
 tpot_f = define("layout_tpot_floor", "TPOT_L", "second", r"\mathrm{TPOT}_{L}", "floor of a decode step of the layout")
 t_sc = define("layout_slot_time", "t_sc", "second", r"t_{slot,cal}", "one slot at the fitted efficiencies")
@@ -230,13 +264,20 @@ layout_expert_width = formula(
     "Expert parallelism e = n·d keeps each expert whole; e = 1 splits it n ways (the tensor-parallel width w_x).",
 )
 
+layout_memory_time = formula(
+    t_mg, (W_rg.symbol + K_g.symbol) / BW.symbol, f"{_SLOT} One accelerator's weights and cache at full bandwidth."
+)
+layout_compute_time = formula(
+    t_cg, (F_g.symbol + A_g.symbol) / P.symbol, f"{_SLOT} One accelerator's GEMM and attention FLOPs at peak."
+)
+layout_link_time = formula(
+    t_lk,
+    Y_tp.symbol / BW_tp.symbol + Y_ep.symbol / BW_ep.symbol,
+    f"{_SLOT} One accelerator's all-reduces and all-to-alls at full link speed.",
+)
 layout_slot_floor = formula(
     t_sf,
-    sympy.Max(
-        (W_rg.symbol + K_g.symbol) / BW.symbol,
-        (F_g.symbol + A_g.symbol) / P.symbol,
-        Y_tp.symbol / BW_tp.symbol + Y_ep.symbol / BW_ep.symbol,
-    ),
+    sympy.Max(t_mg.symbol, t_cg.symbol, t_lk.symbol),
     "Roofline over one accelerator's share: its bytes at full bandwidth, its FLOPs at peak, its collectives at "
     "full link speed, whichever is slowest (Williams et al. 2009); each bound holds, so their maximum does.",
 )
@@ -344,4 +385,39 @@ layout_energy_per_token = formula(
     e_tok_L,
     N_L.symbol * P_acc.symbol / (Q_L.symbol * S_o.symbol),
     "Every accelerator at its datasheet TDP, divided by the output tokens it completes: a ceiling on the energy.",
+)
+
+
+# The roofline's step quantities on a layout. A command that derives a step (knee, energy, claim, utilisation,
+# compare) looks them up by name; on a layout its work's library holds these in place of formulas/roofline.py's,
+# energy.py's, claim.py's and utilisation.py's. On tensor parallelism alone (p = d = e = 1) they are those, but for
+# the step's floor, which here also counts the collectives at full link speed (tests/test_one_step.py holds both
+# to the plan's step). They are checked like every formula, but not registered: the plain ones keep the names.
+_ON = "On a layout (formulas/layout.py): "
+ROOFLINE_ON_LAYOUT = (
+    Formula(t_mem, pp.symbol * t_mg.symbol, _ON + "each of the p slots of a step reads one accelerator's share."),
+    Formula(t_comp, pp.symbol * t_cg.symbol, _ON + "each of the p slots of a step computes one accelerator's share."),
+    Formula(t_step, tpot_f.symbol, _ON + "the layout's decode step floor: its p slots and the sends between them."),
+    Formula(R, B_L.symbol * tau.symbol / t_step.symbol, _ON + "the copy's B_L sequences each gain tau a step."),
+    Formula(B_max, B_mL.symbol, _ON + "the largest micro-batch memory holds (B is one micro-batch)."),
+    Formula(
+        rf.M_g, W_g.symbol + K_gs.symbol, _ON + "each accelerator's weights and its share of every micro-batch's cache."
+    ),
+    Formula(en.E_step, P_acc.symbol * N_L.symbol * t_step.symbol, _ON + "all N_L accelerators at TDP for the step."),
+    Formula(en.e_tok, en.E_step.symbol / (B_L.symbol * tau.symbol), _ON + "the step's energy over the copy's tokens."),
+    Formula(
+        cl.R_mem, B_L.symbol * tau.symbol / t_mem.symbol, _ON + "the copy's tokens while the step is bandwidth-bound."
+    ),
+    Formula(ut.D_gpu, BW.symbol * t_mem.symbol, _ON + "the bytes of one accelerator's p slots."),
+    Formula(ut.F_step, B_L.symbol * tau.symbol * (F.symbol + F_att.symbol), _ON + "the copy's tokens a step."),
+    Formula(
+        ut.U_mf,
+        ut.F_step.symbol / (ut.t_meas.symbol * N_L.symbol * P.symbol),
+        _ON + "model FLOPs over the N_L accelerators' peak for the measured time (PaLM, appendix B).",
+    ),
+    Formula(
+        ut.U_hf,
+        (1 + ut.f_rc.symbol) * ut.F_step.symbol / (ut.t_meas.symbol * N_L.symbol * P.symbol),
+        _ON + "executed FLOPs over the N_L accelerators' peak for the measured time (PaLM, appendix B).",
+    ),
 )

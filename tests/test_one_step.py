@@ -225,3 +225,56 @@ def test_fit_on_a_layout_is_the_plans_memory_ceiling(model_name, gpu_name, layou
     assert float(r["weight_bytes_per_accelerator"].to("byte").magnitude) == pytest.approx(weights, rel=1e-9)
     assert r["max_micro_batch"].magnitude == int((float(gpu.memory) - weights) // per_sequence)
     assert r["max_sequences"].magnitude == layout.pp * r["max_micro_batch"].magnitude
+
+
+def _on(layout: Layout) -> dict[str, int]:
+    return {"tp": layout.tp, "ep": layout.ep, "pp": layout.pp, "dp": layout.dp}
+
+
+def _planned_floor(model_name: str, gpu_name: str, layout: Layout, batch: float) -> float:
+    base = layout_inputs(load_model(model_name), [layout], system_for(load_gpu(gpu_name)))
+    return float(np.ravel(_compiled(model_name, gpu_name, True).step(*base, np.array([0.0]), float(batch)))[0])
+
+
+@pytest.mark.parametrize(("model_name", "gpu_name", "layout"), LAYOUTS, ids=[f"{m}-{g}-{lt}" for m, g, lt in LAYOUTS])
+def test_knee_energy_and_utilisation_on_a_layout_are_the_plans_step(model_name, gpu_name, layout):
+    """knee, energy and utilisation take --ep --pp --dp: their step at a micro-batch is the plan's floor there, their
+    memory ceiling fit's, and their throughput the layout's p micro-batches over that step."""
+    dtype = "fp8" if model_name == "deepseek-v3" else "bf16"
+    common = {"context": MEAN_CONTEXT, "dtype": dtype, **_on(layout)}
+    knee = derive.knee(model_name, gpu_name, **common).results
+    largest = knee["max_batch_by_memory"].magnitude
+    assert largest == derive.fit(model_name, gpu_name, **common).results["max_micro_batch"].magnitude
+    step = _planned_floor(model_name, gpu_name, layout, largest)
+    rate = float(knee["throughput_at_max_batch"].to("token/second").magnitude)
+    assert rate == pytest.approx(layout.pp * largest / step, rel=1e-5)
+    assert float(knee["throughput_ceiling"].to("token/second").magnitude) >= rate
+
+    joules = derive.energy(model_name, gpu_name, batch=BATCH, **common).results["joules_per_token"]
+    power = float(load_gpu(gpu_name).power)
+    expected = power * layout.accelerators * _planned_floor(model_name, gpu_name, layout, BATCH) / (layout.pp * BATCH)
+    assert float(joules.to("joule/token").magnitude) == pytest.approx(expected, rel=1e-5)
+
+    floor = derive.utilisation(model_name, gpu_name, batch=BATCH, **common).results["roofline_step_time"]
+    assert float(floor.to("second").magnitude) == pytest.approx(
+        _planned_floor(model_name, gpu_name, layout, BATCH), rel=1e-5
+    )
+
+
+@pytest.mark.parametrize(
+    ("model_name", "gpu_name", "layout"), LAYOUTS[:3], ids=[f"{m}-{g}-{lt}" for m, g, lt in LAYOUTS[:3]]
+)
+def test_claim_and_compare_on_a_layout_read_its_step(model_name, gpu_name, layout):
+    """claim's bandwidth floor on a layout is one user on each attention rank through the p stages' reads
+    (formulas/layout.py's t_mg); compare sets two accelerators' knees on the same layout side by side."""
+    common = {"context": MEAN_CONTEXT, **_on(layout)}
+    claimed = derive.claim(model_name, gpu_name, claim="100 token/s", **common).results
+    reads = derive.evaluate("layout_memory_time", model_name, gpu_name, batch=layout.dp, **common)
+    per_slot = float(reads.results["layout_memory_time"].to("second").magnitude)
+    floor = float(claimed["floor_tokens_per_s_per_user"].to("token/second/sequence").magnitude)
+    assert floor == pytest.approx(1 / (layout.pp * per_slot), rel=1e-9)
+    compared = derive.compare(model_name, gpu_name, vs="b200", **common).results
+    ceilings = [
+        derive.knee(model_name, g, **common).results["max_batch_by_memory"].magnitude for g in (gpu_name, "b200")
+    ]
+    assert float(compared["capacity_ratio"]) == pytest.approx(ceilings[1] / ceilings[0])

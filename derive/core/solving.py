@@ -323,7 +323,27 @@ def _split_extremes(expr: sympy.Expr) -> sympy.Expr:
         flipped = sympy.Min if (isinstance(extreme, sympy.Max)) == (power < 0) else sympy.Max
         rest = expr / extreme**power
         return flipped(*[_split_extremes(rest * arg**power) for arg in extreme.args])
+    # A Max inside a sum (a pipeline's p slots and its sends): where the expression falls as the extreme grows
+    # (every quantity positive), x/(p·Max(f, g) + c) is Min(x/(p·f + c), x/(p·g + c)); where it rises, the same.
+    for extreme in sorted(expr.atoms(sympy.Max, sympy.Min), key=sympy.default_sort_key):
+        stand_in = sympy.Dummy("extreme", positive=True)
+        replaced = expr.xreplace({extreme: stand_in})
+        if replaced.has(extreme):
+            continue  # nested in another extreme: split that one first
+        numerator, denominator = sympy.fraction(sympy.together(replaced))
+        below, above = stand_in in denominator.free_symbols, stand_in in numerator.free_symbols
+        if below == above:
+            continue
+        grows = _positive(sympy.diff(denominator if below else numerator, stand_in)).is_positive
+        if grows:
+            flipped = sympy.Min if isinstance(extreme, sympy.Max) == below else sympy.Max
+            return flipped(*[_split_extremes(replaced.xreplace({stand_in: arg})) for arg in extreme.args])
     return expr
+
+
+def _positive(expr: sympy.Expr) -> sympy.Expr:
+    """`expr` with every symbol taken positive (quantities here are), so SymPy can tell a sign."""
+    return expr.xreplace({s: sympy.Dummy(s.name, positive=True) for s in expr.free_symbols})
 
 
 def _limit(expr: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:

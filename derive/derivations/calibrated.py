@@ -29,12 +29,19 @@ def calibration_inputs(work: Work, setup: Setup, gpu: Gpu) -> Calibration:
     )
     for quantity in FITTED:
         work.given(quantity, fit.values[quantity], label)
-    work.given(sh.b_a, ACTIVATION_BYTES, "bf16 activations, whatever the weights", inline=True)
-    work.given(cal.m_ar, ALLREDUCES_PER_LAYER, "Megatron: one after attention, one after the MLP", inline=True)
+    collective_inputs(work)
     # One accelerator has no all-reduce (Min(n - 1, 1) = 0): any bandwidth stands in for a missing link.
     work.given(sh.BW_link, gpu.link or gpu.bandwidth, gpu.link_note or "datasheet, one way", inline=True)
-    work.compute(sh.ffn_io_values_per_token)
     return fit
+
+
+def collective_inputs(work: Work) -> None:
+    """What the collectives move: bf16 activations, two all-reduces a layer, a d-wide vector a token (once a sheet)."""
+    if sh.b_a in work.values:
+        return
+    work.given(sh.b_a, ACTIVATION_BYTES, "bf16 activations, whatever the weights", inline=True)
+    work.given(cal.m_ar, ALLREDUCES_PER_LAYER, "Megatron: one after attention, one after the MLP", inline=True)
+    work.compute(sh.ffn_io_values_per_token)
 
 
 def calibrated_ridges(work: Work, setup: Setup, gpu: Gpu) -> tuple[sympy.Expr, sympy.Expr]:

@@ -15,9 +15,10 @@ from derive.derivations.common import (
     accelerator,
     decode_inputs,
     model_notes,
-    parallelism,
     start,
+    values_at,
 )
+from derive.derivations.layout_step import fewest, on_layout, spread, step
 from formulas import claim as cl
 from formulas import notation as sym
 
@@ -36,13 +37,12 @@ def claim(setup: Setup) -> Sheet:
     work.sheet.inputs["claim"] = float(setup.claim)
     decode_inputs(work, setup)
     accelerator(work, setup)
-    n = parallelism(work, setup, gpu)
+    n = spread(work, setup, gpu)
     work.given(cl.r_claim, setup.claim, "--claim")
-    work.given(sym.B, 1, "one user")
+    work.given(sym.B, fewest(setup), "one user" + (" on each attention rank" if setup.dp > 1 else ""))
 
-    work.heading("The bandwidth floor at batch 1")
-    work.compute(work.library.get("kv_bytes"))
-    work.compute(work.library.get("memory_time"))
+    work.heading(f"The bandwidth floor at batch {fewest(setup)}")
+    step(work, setup, ("memory_time",) if on_layout(work) else ("kv_bytes", "memory_time"))
     floor = work.compute(work.library.get("floor_tokens_per_s_per_user"), "floor_tokens_per_s_per_user")
     verdict = "impossible as stated" if setup.claim > floor else "within the floor"
     work.note(
@@ -68,8 +68,9 @@ def claim(setup: Setup) -> Sheet:
     _aggregate(work, setup, n)
 
     work.note(
-        "roofline floor: peak bandwidth, tensor parallelism without its communication, no kernel overheads; "
-        "a real server is slower, so a claim above the floor cannot hold as stated"
+        "roofline floor: peak bandwidth, "
+        + ("the layout's reads alone" if on_layout(work) else "tensor parallelism without its communication")
+        + ", no kernel overheads; a real server is slower, so a claim above the floor cannot hold as stated"
     )
     model_notes(work, setup)
     return work.sheet
@@ -77,9 +78,7 @@ def claim(setup: Setup) -> Sheet:
 
 def _speculation_note(work: Work, tau_needed: sympy.Expr) -> None:
     # Verifying tau tokens a pass costs tau times the weight FLOPs: past t_mem the pass is compute-bound.
-    values = {s: v for s, v in work.values.items() if s not in (sym.t_comp, sym.tau)}
-    values[sym.tau] = tau_needed
-    compute = evaluate(work.library.get("compute_time").expr, values, work.library)
+    compute = evaluate(sym.t_comp.symbol, values_at(work, {sym.tau: tau_needed}), work.library)
     if compute > work.values[sym.t_mem]:
         work.note(
             f"verifying {float(tau_needed):.3g} tokens a pass takes {format_quantity(compute, 'second')} at peak, "
@@ -96,11 +95,8 @@ def _aggregate(work: Work, setup: Setup, n: int) -> None:
     work.solved(batch, cl.B_claim, at, "" if at else "no batch: the cache reads outgrow the weights' share")
     if at is None:
         return
-    values = {s: v for s, v in work.values.items() if s not in (sym.B, sym.kv_total, sym.t_mem, sym.t_comp)}
-    values[sym.B] = at
-    memory = evaluate(work.library.get("memory_time").expr, dict(values), work.library)
-    compute = evaluate(work.library.get("compute_time").expr, dict(values), work.library)
-    holds = evaluate(work.library.get("max_batch_by_memory").expr, dict(values), work.library)
+    values = values_at(work, {sym.B: at})
+    memory, compute, holds = (evaluate(s.symbol, values, work.library) for s in (sym.t_mem, sym.t_comp, sym.B_max))
     users = math.ceil(float(at))  # a batch is whole sequences: the first whole batch at or past the claim
     line = f"read as aggregate throughput, the claim needs at least {users:,} user{'s' if users > 1 else ''} at once"
     if compute > memory:

@@ -14,7 +14,8 @@ from derive.core.library import Formula, Library
 from derive.core.sheet import Sheet, Work
 from derive.core.symbols import Sym
 from derive.core.units import format_quantity
-from formulas import library
+from formulas import layout as lay
+from formulas import library, roofline
 from formulas import notation as sym
 
 
@@ -29,9 +30,9 @@ class Setup:
     context: int = 2048
     batch: int = 1
     tp: int | None = None
-    ep: int = 1  # expert-parallel ranks: 1 splits each expert tp ways; tp·dp places experts whole (predict)
-    pp: int = 1  # pipeline stages, each holding L/pp layers and its own micro-batch of `batch` (predict)
-    dp: int = 1  # attention data-parallel ranks sharing one copy of the routed experts (predict)
+    ep: int = 1  # expert-parallel ranks: 1 splits each expert tp ways; tp·dp places experts whole
+    pp: int = 1  # pipeline stages, each holding L/pp layers and its own micro-batch of `batch`
+    dp: int = 1  # attention data-parallel ranks sharing one copy of the routed experts
     prompt: int = 2048  # prompt tokens (predict)
     output: int = 256  # output tokens (predict)
     tokens: int = 1  # tokens through a layer at once (shard)
@@ -167,15 +168,26 @@ def expert_coverage_note(work: Work, setup: Setup) -> None:
     )
 
 
+def values_at(work: Work, changes: dict[Sym, object]) -> dict[Sym, sympy.Expr]:
+    """The work's values with `changes`, less every value it computed from a changed symbol: for evaluating the
+    same step at another batch or context aside, without touching the sheet."""
+    from derive.core.evaluation import depends_on
+
+    def derived_from_change(symbol: Sym) -> bool:
+        defining = work.library.defining(symbol.symbol)
+        return defining is not None and any(depends_on(defining.expr, c, work.library) for c in changes)
+
+    kept = {s: v for s, v in work.values.items() if s not in changes and not derived_from_change(s)}
+    kept.update({s: sympy.sympify(v) for s, v in changes.items()})
+    return kept
+
+
 def held_per_accelerator(values: dict[Sym, sympy.Expr], library: Library, batch: object, context: object) -> sympy.Expr:
     """Bytes one accelerator holds for `batch` sequences of `context` tokens (formulas/roofline.py's M_g): the one
     fit check every command shares."""
-    from formulas import layout as lay
-
     at = {sym.n: sympy.Integer(1), **values, sym.B: sympy.sympify(batch), sym.S: sympy.sympify(context)}
-    at.pop(sym.kv_seq, None)  # the cache at this context, not the sheet's
-    if any(q in values for q in (lay.pp, lay.dp, lay.ep)):  # a layout's sheet: its own shares (formulas/layout.py)
-        return evaluate(lay.W_g.symbol + lay.K_gs.symbol, at, library)
+    for derived in (sym.kv_seq, lay.K_gs, roofline.M_g):  # the cache at this batch and context, not the sheet's
+        at.pop(derived, None)
     return evaluate(library.get("memory_per_accelerator").expr, at, library)
 
 
@@ -388,9 +400,17 @@ def require_own_cache(setup: Setup) -> None:
 def fits_beside_weights(work: Work, setup: Setup, gpu: Gpu, result: str | None = None) -> sympy.Expr:
     """B_max from its formula, or a FitError (with the TP that would do) when not one sequence fits."""
     require_own_cache(setup)
+    if lay.pp in work.values:  # a layout: its largest micro-batch (formulas/layout.py)
+        work.compute(work.library.get("layout_max_micro_batch"))
     max_batch = work.compute(work.library.get("max_batch_by_memory"), result)
     if max_batch >= 1:
         return max_batch
+    if lay.pp in work.values:
+        raise FitError(
+            f"{setup.model.name} in {setup.dtype} keeps {format_quantity(work.values[lay.W_g], 'byte')} of weights on "
+            f"each accelerator of this layout, leaving no room for one sequence of {setup.context:,} tokens",
+            "Use more accelerators (--tp, --ep with --dp, --pp), a smaller --dtype or a shorter --context",
+        )
     weights, one_sequence, tp = work.values[sym.W], work.values[sym.kv_seq], work.values[sym.n]
     try:
         more = f"Use --tp {default_tp(setup, weights, one_sequence, gpu.memory)} or more, a smaller --dtype, "

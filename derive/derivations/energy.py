@@ -19,36 +19,20 @@ from derive.derivations.common import (
     decode_inputs,
     fits_beside_weights,
     model_notes,
-    parallelism,
     start,
-    weight_reads,
+    values_at,
 )
+from derive.derivations.layout_step import fewest, on_layout, spread, step
 from formulas import energy as energy_formulas
-from formulas import moe, reads
 from formulas import notation as sym
-
-_STEP = ("kv_bytes", "memory_time", "compute_time", "step_time")
-_DEPENDS_ON_BATCH = (
-    moe.T_r,
-    moe.E_t,
-    reads.N_read,
-    reads.W_read,
-    sym.kv_total,
-    sym.t_mem,
-    sym.t_comp,
-    sym.t_step,
-    sym.R,
-    energy_formulas.E_step,
-    energy_formulas.e_tok,
-)
 
 
 def decode_roofline(work: Work, setup: Setup) -> tuple[sympy.Expr, sympy.Expr]:
-    """The decode roofline's givens, per-token figures and TP degree, as the knee sets them; returns (W, K_seq)."""
+    """The decode roofline's givens, per-token figures and layout, as the knee sets them; returns (W, K_seq)."""
     gpu = accelerator(work, setup)
     work.heading("From the config")
     decode_inputs(work, setup)
-    parallelism(work, setup, gpu)
+    spread(work, setup, gpu)
     return work.values[sym.W], work.values[sym.kv_seq]
 
 
@@ -67,15 +51,12 @@ def max_batch(work: Work, setup: Setup, weights: sympy.Expr, one_sequence: sympy
 def at_batch(work: Work, setup: Setup, batch: object, note: str) -> None:
     """Set B part-way through the sheet and recompute the step at it: what it reads, then its times."""
     work.given(sym.B, batch, note, inline=True)
-    weight_reads(work, setup)
-    for name in _STEP:
-        work.compute(work.library.get(name))
+    step(work, setup)
 
 
 def evaluate_at(work: Work, batch: sympy.Expr, wanted: tuple[Sym, ...]) -> dict[Sym, sympy.Expr]:
     """The step's figures at another batch, without touching the sheet's values."""
-    values = {s: v for s, v in work.values.items() if s not in _DEPENDS_ON_BATCH}
-    values[sym.B] = batch
+    values = values_at(work, {sym.B: batch})
     return {s: evaluate(s.symbol, values, work.library) for s in wanted}
 
 
@@ -96,10 +77,10 @@ def energy(setup: Setup) -> Sheet:
     work.compute(work.library.get("energy_per_token"), "joules_per_token")
 
     # The other batches are evaluated aside: a sheet's worked lines show its final values.
-    work.heading("The same at batch 1 and at the largest batch memory holds")
+    work.heading(f"The same at batch {fewest(setup)} and at the largest batch memory holds")
     per_token = work.library.get("energy_per_token")
-    ends = {}
-    for batch, name in ((sympy.Integer(1), "joules_per_token_batch1"), (largest, "joules_per_token_max_batch")):
+    ends, smallest = {}, sympy.Integer(fewest(setup))
+    for batch, name in ((smallest, "joules_per_token_batch1"), (largest, "joules_per_token_max_batch")):
         figures = evaluate_at(work, batch, (sym.t_step, sym.R, per_token.defines))
         shown = ", ".join(f"{s.name} = {format_quantity(v, s.unit)}" for s, v in figures.items())
         work.sheet.steps.append(Note(f"B = {format_quantity(batch, 'sequence')}: {shown}"))
@@ -111,7 +92,8 @@ def energy(setup: Setup) -> Sheet:
     work.result("batch1_over_max_batch", None, one / full)
     rise = ends["joules_per_token_max_batch"][sym.R] / ends["joules_per_token_batch1"][sym.R]
     work.note(
-        f"what moves it most is the denominator: throughput rises {format_quantity(rise, '')}x from batch 1 to "
+        f"what moves it most is the denominator: throughput rises {format_quantity(rise, '')}x from batch {smallest} "
+        f"to "
         f"{int(largest):,} while the power is capped at the TDP, so a token costs "
         f"{format_quantity(one, 'joule/token')} alone and {format_quantity(full, 'joule/token')} in a full batch; "
         f"the weights read each step are shared by every sequence in it"
@@ -121,8 +103,9 @@ def energy(setup: Setup) -> Sheet:
         "usually draws less); host CPUs, networking and cooling (PUE) are not counted"
     )
     work.note(
-        "step time is the roofline floor (peak bandwidth and FLOP/s, tensor parallelism without its "
-        "communication): a real step is slower, and its energy per token higher in proportion"
+        "step time is the roofline floor (peak bandwidth and FLOP/s"
+        + (", links at full speed" if on_layout(work) else ", tensor parallelism without its communication")
+        + "): a real step is slower, and its energy per token higher in proportion"
     )
     model_notes(work, setup)
     return work.sheet

@@ -21,28 +21,14 @@ from derive.derivations.common import (
     start,
     weight_reads,
 )
-from derive.layouts import Layout, shape
+from derive.derivations.layout_step import SHARES, SLOT_FLOOR, layout_values, setup_layout
+from derive.layouts import Layout
 from derive.planning import Targets
 from derive.systems import Price, System
 from formulas import energy as en
 from formulas import layout as lay
 from formulas import notation as sym
 
-_SHARES = (
-    "layout_accelerators",
-    "layout_sequences",
-    "weight_bytes_per_accelerator",
-    "kv_bytes_held_per_accelerator",
-    "weight_read_per_accelerator",
-    "kv_read_per_accelerator",
-    "gemm_flops_per_accelerator",
-    "attention_flops_per_accelerator",
-    "rank_activation_bytes",
-    "tp_sent_bytes",
-    "ep_sent_bytes",
-    "pp_sent_bytes",
-)
-_FLOOR = ("layout_slot_floor", "layout_tpot_floor")
 _ESTIMATE = ("layout_expert_width", "layout_slot_time", "layout_tpot")
 _PREFILL = (
     "prefill_weight_read_per_accelerator",
@@ -64,7 +50,7 @@ def layout_sheet(
     work = start("plan", f"{model.title} on {layout.accelerators} x {system.gpu}, {layout}", setup)
     decode_inputs_at_mean_context(work, setup, targets.prompt, targets.output)
     gpu = accelerator(work, setup)
-    _layout_values(work, setup, layout, system)
+    layout_values(work, setup, layout, system)
     work.given(sym.B, setup.batch, "the micro-batch derive plan solved for")
     work.given(sym.S_p, targets.prompt, "--prompt")
     work.given(sym.S_o, targets.output, "--output")
@@ -112,28 +98,6 @@ def layout_sheet(
     return work.sheet
 
 
-def _layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> None:
-    """The layout's degrees, KV shards, all-to-all layers and links as givens (formulas/layout.py's inputs)."""
-    model = setup.model
-    work.heading(f"The layout ({system.title})")
-    s = shape(model)
-    work.given(sym.n, layout.tp, "tensor parallel, inside the NVLink domain")
-    work.given(lay.pp, layout.pp, "pipeline stages")
-    work.given(lay.dp, layout.dp, "attention data-parallel ranks")
-    work.given(lay.ep, layout.ep, "expert parallel (1: experts split like the MLP)")
-    work.compute(work.library.get("kv_shards"))
-    work.given(lay.L_a, s.moe_layers if layout.ep > 1 else 0, "MoE layers reached by all-to-all")
-    if not model.config.is_moe:
-        work.given(sym.k_e, 1, "a dense model: its all-to-all terms are zero (L_a = 0)", inline=True)
-    for link, group, what in (
-        (lay.BW_tp, layout.tp, "tensor-parallel group"),
-        (lay.BW_ep, layout.tp * layout.dp, "expert group"),
-        (lay.BW_pp, layout.accelerators, "pipeline"),
-    ):
-        wire = "NVLink" if group <= system.domain else f"scale-out network ({system.network_note})"
-        work.given(link, system.link(group), f"{what} of {group}: {wire}")
-
-
 def _fitted(work: Work, setup: Setup, gpu: Gpu) -> Calibration | None:
     """The calibration's values and the all-to-all's, unless the floor alone is asked for."""
     if setup.floor:
@@ -148,35 +112,17 @@ def _fitted(work: Work, setup: Setup, gpu: Gpu) -> Calibration | None:
 def _decode_step(work: Work, setup: Setup, estimate: bool, names: tuple[str, str]) -> None:
     """One accelerator's shares of a slot, then the decode step's floor and (with `estimate`) its calibrated time,
     as results `names`."""
-    routed = work.library.defining(lay.W_E.symbol)
-    assert routed is not None, "formulas/layout.py defines W_E (zero for a dense model)"
-    work.compute(routed)
     work.heading("One accelerator's share of a slot (one micro-batch through one stage)")
     weight_reads(work, setup)
     work.compute(work.library.get("kv_bytes"))
-    for name in _SHARES:
+    for name in SHARES:
         work.compute(work.library.get(name))
     work.heading("Decode step")
-    for name in _FLOOR:
+    for name in SLOT_FLOOR:
         work.compute(work.library.get(name), names[0] if name == "layout_tpot_floor" else None)
     if estimate:
         for name in _ESTIMATE:
             work.compute(work.library.get(name), names[1] if name == "layout_tpot" else None)
-
-
-def _setup_layout(setup: Setup, command: str) -> tuple[Gpu, Layout, System]:
-    """The setup's accelerator, its layout (tp with ep, pp, dp) checked by the plan's rules, and its system."""
-    from derive.layouts import check
-    from derive.systems import system_for
-
-    if setup.gpu is None:
-        raise DeriveError(f"{command} needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
-    if setup.tp is None:
-        raise DeriveError(
-            "--ep, --pp and --dp describe a layout with its tensor-parallel degree", "Pass --tp too (1 for none)"
-        )
-    system = system_for(setup.gpu)
-    return setup.gpu, check(setup.model, Layout(setup.tp, setup.ep, setup.pp, setup.dp), system), system
 
 
 def predict_on_layout(setup: Setup) -> Sheet:
@@ -184,12 +130,12 @@ def predict_on_layout(setup: Setup) -> Sheet:
     (formulas/layout.py) at --batch sequences a micro-batch, its floor and calibrated estimate under predict's
     names. On tensor parallelism alone these are the roofline's and calibrated.py's terms (tests/test_one_step.py)."""
     model = setup.model
-    gpu, layout, system = _setup_layout(setup, "predict")
+    gpu, layout, system = setup_layout(setup, "predict")
     title = f"TTFT and TPOT of {model.title} on {layout.accelerators} x {gpu.name}, {layout}"
     work = start("predict", f"{title}: {setup.prompt:,} prompt, {setup.output:,} output tokens", setup)
     decode_inputs_at_mean_context(work, setup, setup.prompt, setup.output)
     accelerator(work, setup)
-    _layout_values(work, setup, layout, system)
+    layout_values(work, setup, layout, system)
     work.given(sym.B, setup.batch, "--batch: one micro-batch; each pipeline stage works on its own")
     work.given(sym.S_p, setup.prompt, "--prompt")
     work.given(sym.S_o, setup.output, "--output")
@@ -240,14 +186,11 @@ def fit_on_layout(setup: Setup) -> Sheet:
     (W_g) and its share of a micro-batch's cache, and the largest micro-batch memory holds (the plan's own
     formulas; on tensor parallelism alone, max_batch_by_memory)."""
     model = setup.model
-    gpu, layout, system = _setup_layout(setup, "fit")
+    gpu, layout, system = setup_layout(setup, "fit")
     work = start("fit", f"How many {setup.context:,}-token sequences of {model.title} fit on {layout}", setup)
     decode_inputs(work, setup)
     accelerator(work, setup, compute=False)
-    _layout_values(work, setup, layout, system)
-    routed = work.library.defining(lay.W_E.symbol)
-    assert routed is not None, "formulas/layout.py defines W_E (zero for a dense model)"
-    work.compute(routed)
+    layout_values(work, setup, layout, system)
     work.compute(work.library.get("weight_bytes_per_accelerator"), "weight_bytes_per_accelerator")
     largest = work.compute(work.library.get("layout_max_micro_batch"), "max_micro_batch")
     work.given(sym.B, largest, "the largest micro-batch", inline=True)

@@ -22,12 +22,11 @@ from derive.derivations.common import (
     fits_beside_weights,
     kv_values,
     model_notes,
-    parallelism,
     short_form,
     start,
     weight_format,
-    weight_reads,
 )
+from derive.derivations.layout_step import on_layout, spread, step
 from formulas import notation as sym
 
 
@@ -155,7 +154,7 @@ def knee(setup: Setup) -> Sheet:
     work.compute(work.library.get("kv_bytes_per_sequence"))
     work.compute(work.library.get("weight_flops_per_token"))
 
-    parallelism(work, setup, gpu)
+    spread(work, setup, gpu)
 
     work.heading("Step time against batch")
     memory_time, compute_time = work.library.get("memory_time").expr, work.library.get("compute_time").expr
@@ -204,9 +203,7 @@ def knee(setup: Setup) -> Sheet:
     work.heading("Memory ceiling")
     max_batch = fits_beside_weights(work, setup, gpu, "max_batch_by_memory")
     work.given(sym.B, max_batch, "at the largest batch memory holds", inline=True)
-    weight_reads(work, setup)
-    for name in ("kv_bytes", "memory_time", "compute_time", "step_time"):
-        work.compute(work.library.get(name))
+    step(work, setup)
     at_max = work.compute(work.library.get("throughput_floor"))
     work.result("throughput_at_max_batch", sym.R_at_max, at_max, work.library.get("throughput_floor").expr)
     ceiling = asymptote(sym.R.symbol, sym.B, sym.R_max, work.library)
@@ -237,8 +234,9 @@ def knee(setup: Setup) -> Sheet:
             + ("" if knee_value is None else f"; the knee would be at {_count(knee_value)}")
         )
     work.note(
-        "roofline floor: peak bandwidth and FLOP/s at 100% efficiency, tensor parallelism without its "
-        "communication, no kernel overheads"
+        "roofline floor: peak bandwidth and FLOP/s at 100% efficiency, "
+        + ("links at full speed" if on_layout(work) else "tensor parallelism without its communication")
+        + ", no kernel overheads"
     )
     model_notes(work, setup)
     return work.sheet

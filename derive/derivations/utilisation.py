@@ -9,6 +9,7 @@ from derive.core.sheet import Sheet
 from derive.core.units import format_quantity
 from derive.derivations.common import Setup, model_notes, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
+from derive.derivations.layout_step import on_layout
 from formulas import notation as sym
 from formulas import utilisation as u
 
@@ -59,10 +60,15 @@ def utilisation(
     if measured_step_time is not None and gap > 0:
         work.note(
             f"the step is {bound}-bound on the roofline and takes {format_quantity(gap, 'second')} more than its "
-            f"floor ({float(1 - floor / measured_step_time):.0%} of the step): candidates are tensor-"
-            f"parallel all-reduces (the floor counts none), kernel launch and scheduling gaps between "
-            f"small kernels, achieved bandwidth below the datasheet peak, KV reads from scattered pages, and "
-            f"the work outside the matmuls (norms, sampling, dequantisation)"
+            f"floor ({float(1 - floor / measured_step_time):.0%} of the step): candidates are "
+            + (
+                "collectives below full link speed"
+                if on_layout(work)
+                else "tensor-parallel all-reduces (the floor counts none)"
+            )
+            + ", kernel launch and scheduling gaps between "
+            "small kernels, achieved bandwidth below the datasheet peak, KV reads from scattered pages, and "
+            "the work outside the matmuls (norms, sampling, dequantisation)"
         )
     if mbu > 1:
         work.note(

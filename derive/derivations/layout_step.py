@@ -1,0 +1,114 @@
+"""The step a command derives from, spread over its accelerators.
+
+Tensor parallelism alone is formulas/roofline.py's step on n accelerators. A layout with expert, pipeline or
+attention data parallelism is formulas/layout.py's: one accelerator's shares of a slot, and the roofline's
+quantities (t_mem, t_comp, t_step, R, B_max, M_g, the energy, claim and utilisation terms) in their layout
+forms under the same names, so knee, energy, claim, utilisation and compare work unchanged on either.
+"""
+
+from __future__ import annotations
+
+from derive.catalog import Gpu
+from derive.core.errors import DeriveError
+from derive.core.sheet import Work
+from derive.derivations.calibrated import collective_inputs
+from derive.derivations.common import Setup, parallelism, weight_reads
+from derive.layouts import Layout, shape
+from derive.systems import System
+from formulas import layout as lay
+from formulas import notation as sym
+
+STEP = ("kv_bytes", "memory_time", "compute_time", "step_time")
+# One accelerator's shares of a slot (formulas/layout.py), in the order a sheet shows them.
+SHARES = (
+    "layout_accelerators",
+    "layout_sequences",
+    "weight_bytes_per_accelerator",
+    "kv_bytes_held_per_accelerator",
+    "weight_read_per_accelerator",
+    "kv_read_per_accelerator",
+    "gemm_flops_per_accelerator",
+    "attention_flops_per_accelerator",
+    "rank_activation_bytes",
+    "tp_sent_bytes",
+    "ep_sent_bytes",
+    "pp_sent_bytes",
+)
+SLOT_FLOOR = ("layout_memory_time", "layout_compute_time", "layout_link_time", "layout_slot_floor", "layout_tpot_floor")
+
+
+def setup_layout(setup: Setup, command: str) -> tuple[Gpu, Layout, System]:
+    """The setup's accelerator, its layout (tp with ep, pp, dp) checked by the plan's rules, and its system."""
+    from derive.layouts import check
+    from derive.systems import system_for
+
+    if setup.gpu is None:
+        raise DeriveError(f"{command} needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
+    if setup.tp is None:
+        raise DeriveError(
+            "--ep, --pp and --dp describe a layout with its tensor-parallel degree", "Pass --tp too (1 for none)"
+        )
+    system = system_for(setup.gpu)
+    return setup.gpu, check(setup.model, Layout(setup.tp, setup.ep, setup.pp, setup.dp), system), system
+
+
+def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> None:
+    """The layout's degrees, KV shards, all-to-all layers and links as givens (formulas/layout.py's inputs), and
+    the layout forms of the roofline's quantities in the work's library."""
+    model = setup.model
+    work.library = work.library.extended(lay.ROOFLINE_ON_LAYOUT)
+    work.heading(f"The layout ({system.title})")
+    s = shape(model)
+    work.given(sym.n, layout.tp, "tensor parallel, inside the NVLink domain")
+    work.given(lay.pp, layout.pp, "pipeline stages")
+    work.given(lay.dp, layout.dp, "attention data-parallel ranks")
+    work.given(lay.ep, layout.ep, "expert parallel (1: experts split like the MLP)")
+    work.compute(work.library.get("kv_shards"))
+    work.given(lay.L_a, s.moe_layers if layout.ep > 1 else 0, "MoE layers reached by all-to-all")
+    if not model.config.is_moe:
+        work.given(sym.k_e, 1, "a dense model: its all-to-all terms are zero (L_a = 0)", inline=True)
+    for link, group, what in (
+        (lay.BW_tp, layout.tp, "tensor-parallel group"),
+        (lay.BW_ep, layout.tp * layout.dp, "expert group"),
+        (lay.BW_pp, layout.accelerators, "pipeline"),
+    ):
+        wire = "NVLink" if group <= system.domain else f"scale-out network ({system.network_note})"
+        work.given(link, system.link(group), f"{what} of {group}: {wire}")
+    collective_inputs(work)
+    routed = work.library.defining(lay.W_E.symbol)
+    assert routed is not None, "formulas/layout.py defines W_E (zero for a dense model)"
+    work.compute(routed)
+
+
+def on_layout(work: Work) -> bool:
+    """Whether the work runs on a layout (its library holds the layout forms)."""
+    return lay.pp in work.values
+
+
+def spread(work: Work, setup: Setup, gpu: Gpu) -> int:
+    """n and the cache's shards on tensor parallelism alone; else the layout's degrees and links, and what each
+    accelerator stores. Returns the accelerators the step runs on."""
+    if setup.plain_tp:
+        return parallelism(work, setup, gpu)
+    _, layout, system = setup_layout(setup, work.sheet.command)
+    layout_values(work, setup, layout, system)
+    work.compute(work.library.get("weight_bytes_per_accelerator"))
+    work.compute(work.library.get("layout_accelerators"))
+    return layout.accelerators
+
+
+def step(work: Work, setup: Setup, names: tuple[str, ...] = STEP) -> None:
+    """The step at the work's batch: the weights it reads, one accelerator's shares on a layout, then `names`."""
+    weight_reads(work, setup)
+    if on_layout(work):
+        work.compute(work.library.get("kv_bytes"))
+        for name in SHARES + SLOT_FLOOR:
+            work.compute(work.library.get(name))
+    for name in names:
+        work.compute(work.library.get(name))
+
+
+def fewest(setup: Setup) -> int:
+    """The smallest batch a step runs: one sequence, or one on each attention rank (d of them) on a layout, where a
+    rank with no sequence would otherwise hold a fraction of one."""
+    return setup.dp
