@@ -73,6 +73,14 @@ def test_an_unwritable_place_is_refused_before_any_work(run, args):
 
 
 def test_a_count_solved_below_one_is_flagged(run):
-    """Issue 27: `solve 'ttft = tpot' --for batch` answered 0.1416 sequences without a word."""
-    result = run("solve", "ttft = tpot", "--for", "batch", "--model", "llama3-8b")
+    """Issue 27: a count solved below one (a batch of 0.09) is said to be no whole batch."""
+    result = run("solve", "kv_bytes = 100 MB", "--for", "batch", "--model", "llama3-8b", "--context", "8192")
     assert result.exit_code == 0 and "is below one sequence: no whole batch satisfies" in result.stdout
+
+
+def test_an_equation_whose_sides_never_cross_is_refused(run):
+    """Issue 27: `solve 'ttft = tpot' --for batch` answered 0.1416 sequences: a root of a piece that does not hold.
+    A prompt pass of 2,048 tokens outlasts a decode step at every batch, so no batch solves it, and it says so."""
+    result = run("solve", "ttft = tpot", "--for", "batch", "--model", "llama3-8b")
+    assert result.exit_code == 0 and "the two sides do not cross" in result.output
+    assert "no positive solution at these values" in result.output and "0.14" not in result.output

@@ -99,7 +99,12 @@ def render_text(sheet: Sheet) -> str:
         elif isinstance(step, Solve):
             lines.append(f"  {step.defines.meaning}: {how(step.solution)}")
             note = f"({step.note})" if step.note else ""
-            lines += _worked(step.defines, step.solution.closed_form, step.value, step.inputs or sheet.values, "", note)
+            if step.solution.closed_form is sympy.nan:  # no root at all: nothing to substitute
+                lines.append(f"  {text(step.defines.symbol)} = none   {note}")
+            else:
+                lines += _worked(
+                    step.defines, step.solution.closed_form, step.value, step.inputs or sheet.values, "", note
+                )
         elif isinstance(step, Given) and step.inline:
             lines.append(f"  {text(step.sym.symbol)} = {format_quantity(step.value, step.sym.unit)}   ({step.note})")
         elif isinstance(step, Note):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+import mpmath
 import sympy
 
 from derive.core.dimensions import unit_of
@@ -113,27 +114,59 @@ def _numeric(
     A MoE prompt pass reads the experts its S_p tokens touch while a window caps its attention: the
     crossover is then transcendental on every piece. The root is a number, and the sheet says so.
     """
+    found = _crossing(difference, unknown, at)
+    if found is None:
+        raise DeriveError(
+            f"no {unknown.key} solves `{lhs} = {rhs}` here: the two sides do not cross "
+            f"between 2^-20 and 2^60{(' ' + unknown.unit) if unknown.unit else ''}",
+            "Check the inputs, or evaluate both sides with 'derive eval' over a range",
+        )
+    root, bracket = found
+    return Solution(
+        unknown,
+        "solve",
+        lhs,
+        rhs,
+        unknown,
+        root,
+        (root,),
+        f"no closed form: found numerically, by regula falsi in {bracket}, where the two sides change order",
+    )
+
+
+def _crossing(
+    difference: sympy.Expr, unknown: Sym, at: Callable[[sympy.Expr], sympy.Expr]
+) -> tuple[sympy.Float, str] | None:
+    """The first positive zero of `difference` at the problem's values and the bracket it was found in, or None
+    where its sign does not change between 2^-20 and 2^60."""
     symbol = unknown.symbol
+    # Every other symbol at its value once (none depends on the unknown: those were inlined), then one compiled
+    # function of the unknown in 30-digit floats: exact rationals make every probe rebuild huge powers.
+    known = difference.xreplace({s: at(s) for s in difference.free_symbols if s != symbol})
+    gap = sympy.lambdify(symbol, known, modules="mpmath")
 
     def gap_at(value: object) -> float:
-        # In 30-digit floats: exact rationals make every probe rebuild huge powers (seconds per root).
-        return float(at(difference.xreplace({symbol: sympy.Float(value, 30)})))
+        with mpmath.workdps(30):
+            return float(gap(mpmath.mpf(str(value))))
 
     def sign(gap: float) -> int:
         return (gap > 0) - (gap < 0)
 
     low, low_gap = _BRACKET[0], gap_at(_BRACKET[0])
+    gaps = [low_gap]
     for high in _BRACKET[1:]:
         high_gap = gap_at(high)
+        gaps.append(high_gap)
         if sign(high_gap) != sign(low_gap):
             break
         low, low_gap = high, high_gap
     else:
-        raise DeriveError(
-            f"SymPy finds no closed form for {unknown.key} in `{lhs} = {rhs}`, and the two sides do not cross "
-            f"between 2^-20 and 2^60{(' ' + unknown.unit) if unknown.unit else ''}",
-            "Check the inputs, or evaluate both sides with 'derive eval' over a range",
-        )
+        if not any(gaps):  # step_time = memory_time wherever memory binds: no one value is the answer
+            raise DeriveError(
+                f"the two sides are equal at every {unknown.key} tried (2^-20 to 2^60): no single value solves it",
+                "Solve for another quantity, or equate quantities that differ",
+            )
+        return None
     bracket = f"[{float(low):.4g}, {float(high):.4g}]" + (f" {unknown.unit}" if unknown.unit else "")
     # Regula falsi with the Illinois step inside the bracket: about ten probes to 15 digits, where halving
     # takes fifty; the bracket always holds the sign change.
@@ -154,17 +187,7 @@ def _numeric(
             fa = fa / 2 if side == 1 else fa
             side = 1
     low, high = (a, a) if fa == 0 else (b, b) if fb == 0 else (a, b)
-    root = sympy.Float((low + high) / 2, 15)
-    return Solution(
-        unknown,
-        "solve",
-        lhs,
-        rhs,
-        unknown,
-        root,
-        (root,),
-        f"no closed form: found numerically, by regula falsi in {bracket}, where the two sides change order",
-    )
+    return sympy.Float((low + high) / 2, 15), bracket
 
 
 def _roots(lhs: sympy.Expr, rhs: sympy.Expr, unknown: Sym) -> list[sympy.Expr]:
@@ -240,34 +263,49 @@ def _pieces(expr: sympy.Expr, symbol: sympy.Symbol) -> list[Piece]:
 
 
 def _piecewise(lhs, rhs, lhs_in, rhs_in, unknown, pieces, at) -> Solution:  # type: ignore[no-untyped-def]
-    """Solve each piece; keep the roots that satisfy their piece's conditions."""
+    """Solve each piece; keep the roots that satisfy their piece's conditions. With `at`, the first piece whose root
+    holds at the values is the answer, and the pieces after it are not solved."""
     symbol = unknown.symbol
-    branches: list[tuple[sympy.Expr, sympy.Basic, str]] = []
+    branches: list[tuple[sympy.Expr, sympy.Basic, tuple[sympy.Rel, ...]]] = []
+    if at is not None:  # solve first the piece that holds at the crossing, found numerically: often one of 2^k
+        found = _crossing(lhs_in - rhs_in, unknown, at)
+        if found is None:  # no piece's root can hold: the sides never meet at these values
+            where = f"the two sides do not cross between 2^-20 and 2^60{(' ' + unknown.unit) if unknown.unit else ''}"
+            return Solution(unknown, "solve", lhs, rhs, unknown, sympy.nan, (), where)
+        pieces = sorted(pieces, key=lambda piece: not _holds(piece[1], symbol, found[0], at))
     for swap, conditions in pieces:
         for root in _roots(lhs_in.xreplace(swap), rhs_in.xreplace(swap), unknown):
             if unit_of(root).dimensionality != unit(unknown.unit).dimensionality:
                 continue  # a count inlined as a pure number (parameters from shapes): not a solution in units
-            held = sympy.And(*[c.xreplace({symbol: root}) for c in conditions])
-            words = " and ".join(
-                f"{_text(c.lhs)} {'≤' if isinstance(c, sympy.Le) else '≥'} {_text(c.rhs)}" for c in conditions
-            )
-            branches.append((root, held, words))
+            # Unevaluated: SymPy's canonical forms of these relations cost seconds and change nothing at the values.
+            held = sympy.And(*[c.xreplace({symbol: root}) for c in conditions], evaluate=False)
+            branches.append((root, held, conditions))
+            if at is not None:
+                value = at(root)
+                if value.is_finite and value.is_real and value > 0 and bool(at(held)):
+                    roots = tuple(r for r, _, _ in branches)
+                    where = f"on the piece where {_words(conditions)}"
+                    return Solution(unknown, "solve", lhs, rhs, unknown, root, roots, where)
     if not branches:
         raise DeriveError(
             f"SymPy finds no closed form for {unknown.key} in `{lhs} = {rhs}` on any of its pieces",
             "Evaluate it numerically with 'derive eval' over a range instead",
         )
     roots = tuple(root for root, _, _ in branches)
-    if at is not None:
-        for root, held, words in branches:
-            value = at(root)
-            if value.is_finite and value.is_real and value > 0 and bool(at(held)):
-                return Solution(unknown, "solve", lhs, rhs, unknown, root, roots, f"on the piece where {words}")
-        pieces_text = "; ".join(f"{_text(symbol)} = {_text(root)} needs {words}" for root, _, words in branches)
-        closed = sympy.Piecewise(*[(root, held) for root, held, _ in branches])
-        return Solution(unknown, "solve", lhs, rhs, unknown, closed, roots, f"no piece holds ({pieces_text})")
-    closed = sympy.Piecewise(*[(root, held) for root, held, _ in branches])
+    closed = sympy.Piecewise(*[(root, held) for root, held, _ in branches], evaluate=False)
+    if at is not None:  # every piece's root falls outside its piece: the crossing itself, found numerically
+        return _numeric(lhs, rhs, lhs_in - rhs_in, unknown, at)
     return Solution(unknown, "solve", lhs, rhs, unknown, closed, roots, "piecewise: each root on its piece")
+
+
+def _holds(
+    conditions: tuple[sympy.Rel, ...], symbol: sympy.Symbol, value: sympy.Expr, at: Callable[[sympy.Expr], sympy.Expr]
+) -> bool:
+    return all(bool(at(c.xreplace({symbol: value}))) for c in conditions)
+
+
+def _words(conditions: tuple[sympy.Rel, ...]) -> str:
+    return " and ".join(f"{_text(c.lhs)} {'≤' if isinstance(c, sympy.Le) else '≥'} {_text(c.rhs)}" for c in conditions)
 
 
 def _text(expr: sympy.Basic) -> str:
