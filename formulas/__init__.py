@@ -44,8 +44,18 @@ MODULES = (
 @cache
 def library() -> Library:
     """Every library formula, defined and unit-checked once."""
-    from derive.core.library import LIBRARY
+    from derive.core.library import LIBRARY, Formula, Library
 
-    for module in MODULES:
-        importlib.import_module(f"formulas.{module}")
-    return LIBRARY
+    modules = [importlib.import_module(f"formulas.{module}") for module in MODULES]
+    # In the order of MODULES and of each module's definitions, whichever module a caller imported first: the
+    # registry's own order follows imports, and `derive formulas --json` must not.
+    ordered = Library()
+    for module in modules:
+        for value in vars(module).values():
+            if isinstance(value, Formula) and LIBRARY.defining(value.defines.symbol) is value:
+                if value.name not in ordered:
+                    ordered.add(value)
+    for formula in LIBRARY:  # defined outside formulas/ (none today): after, in registration order
+        if formula.name not in ordered:
+            ordered.add(formula)
+    return ordered

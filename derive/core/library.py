@@ -115,6 +115,9 @@ class Library:
     def defining(self, symbol: sympy.Symbol) -> Formula | None:
         return self._by_symbol.get(symbol)
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self._by_name.values())
 
