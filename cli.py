@@ -133,7 +133,9 @@ def option(name: str) -> Callable[..., Any]:
         "path": {"type": _PathText("PATH")},
         "text": {},
     }
-    return click.option(*flags, name, help=declared.text, **kinds[declared.kind])
+    # A command's own input carries its default here; a shared one is filled in by the scenario (derive/scenario.py).
+    own = {"default": declared.default, "show_default": False} if declared.command else {}
+    return click.option(*flags, name, help=declared.text, **{**kinds[declared.kind], **own})
 
 
 def _options(*decorators: Callable[..., Any]) -> Callable[..., Any]:
@@ -429,29 +431,22 @@ def simulate_batching(
 @click.option(
     "--gpu", "-g", "gpus", default="h100,h200,b200", show_default=True, help="Accelerators to plan on, comma-separated."
 )
-@click.option("--tpot", required=True, type=_Quantity("second", "50 ms"), help="Time-per-output-token target.")
-@click.option("--ttft", type=_Quantity("second", "2 s"), help="Time-to-first-token target. Default: 2 s.")
-@click.option(
-    "--rate", type=_Quantity("sequence/second", "20 req/s"), help="Requests a second to serve (sizes the fleet)."
-)
+@_options(*(option(name) for name in ("tpot", "ttft", "rate")))
 @prompt_option
 @output_option
 @dtype_option
-@click.option("--max-gpus", type=COUNT, default=64, show_default=True, help="Most accelerators one copy may use.")
-@click.option("--max-batch", type=COUNT, default=1024, show_default=True, help="Most sequences in one micro-batch.")
-@click.option(
-    "--price", help="Prices per accelerator-hour, overriding the committed table: 'h100=2.5 USD/h,b200=6 USD/h'."
-)
-@click.option("--floor", is_flag=True, help="Plan on the roofline floor instead of the calibrated estimate.")
+@_options(*(option(name) for name in ("max_gpus", "max_batch", "price", "floor")))
 @figure_option
 @json_option
-def plan(as_json: bool, figure: str | None, gpus: str, ttft: Any, **kwargs: Any) -> None:
+def plan(as_json: bool, figure: str | None, gpus: str, tpot: Any, **kwargs: Any) -> None:
     from derive import api
     from derive.core import validate
 
+    if tpot is None:
+        raise click.UsageError("Missing option '--tpot'. Give the time-per-output-token target, e.g. --tpot '50 ms'.")
     if figure:
         validate.figure_file(figure, "--figure")
-    result = api.plan(gpu=gpus, ttft="2 s" if ttft is None else ttft, **kwargs)
+    result = api.plan(gpu=gpus, tpot=tpot, **{k: v for k, v in kwargs.items() if v is not None})
     if figure:
         result.figure(figure)
     _emit(result, as_json)

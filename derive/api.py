@@ -915,16 +915,16 @@ def plan(
     gpu: Any = "h100,h200,b200",
     *,
     tpot: Any,
-    ttft: Any = "2 s",
+    ttft: Any = None,
     rate: Any = None,
     config: str | Path | None = None,
     prompt: int | None = None,
     output: int | None = None,
     dtype: str | None = None,
-    max_gpus: int = 64,
-    max_batch: int = 1024,
+    max_gpus: int | None = None,
+    max_batch: int | None = None,
     price: str | None = None,
-    floor: bool = False,
+    floor: bool | None = None,
 ) -> Any:
     """The cheapest layout (tp, ep, pp, dp) meeting TTFT and TPOT targets, over every valid layout and accelerator.
 
@@ -940,7 +940,13 @@ def plan(
     from derive import planning, scenario
     from derive.catalog import Gpu, load_gpu
     from derive.core import validate
+    from derive.inputs import INPUTS
 
+    defaults = tuple(k for k, v in (("ttft", ttft), ("prompt", prompt), ("output", output)) if v is None)
+    ttft, max_gpus, max_batch = (
+        INPUTS[k].default if v is None else v
+        for k, v in (("ttft", ttft), ("max_gpus", max_gpus), ("max_batch", max_batch))
+    )
     setup = scenario.build(
         _inputs({"model": model, "config": config, "prompt": prompt, "output": output, "dtype": dtype})
     )
@@ -954,9 +960,6 @@ def plan(
         prompt=setup.prompt,
         output=setup.output,
     )
-    defaults = tuple(
-        k for k, v in (("ttft", ttft == "2 s"), ("prompt", prompt is None), ("output", output is None)) if v
-    )
     return planning.plan(
         setup.model,
         gpus,
@@ -965,7 +968,7 @@ def plan(
         max_accelerators=validate.count(max_gpus, "max_gpus", "--max-gpus"),
         max_batch=validate.count(max_batch, "max_batch", "--max-batch"),
         price_overrides=price,
-        floor=floor,
+        floor=bool(floor),
         defaults=defaults,
     )
 

@@ -25,6 +25,7 @@ class Input:
     unit: str = ""  # a quantity's unit
     example: str = ""  # a quantity as typed, for the help's metavar
     short: str = ""  # a one-letter option
+    command: str = ""  # the one command that reads it ("": the scenario every derivation shares)
 
     @property
     def option(self) -> str:
@@ -59,10 +60,31 @@ _TABLE = (
     Input("output", "count", "Output tokens per request.", default=256),
     Input("tokens", "count", "Tokens through the layer at once (T).", default=1),
     Input("floor", "flag", "The roofline floor alone, without the calibrated estimate."),
+    # derive plan's targets and search bounds (derive/planning.py), with their defaults.
+    Input(
+        "tpot", "quantity", "Time-per-output-token target (required).", unit="second", example="50 ms", command="plan"
+    ),
+    Input("ttft", "quantity", "Time-to-first-token target.", "2 s", unit="second", example="2 s", command="plan"),
+    Input(
+        "rate",
+        "quantity",
+        "Requests a second to serve (sizes the fleet).",
+        unit="sequence/second",
+        example="20 req/s",
+        command="plan",
+    ),
+    Input("max_gpus", "count", "Most accelerators one copy may use.", 64, command="plan"),
+    Input("max_batch", "count", "Most sequences in one micro-batch.", 1024, command="plan"),
+    Input(
+        "price",
+        "text",
+        "Prices per accelerator-hour, overriding the committed table: 'h100=2.5 USD/h,b200=6 USD/h'.",
+        command="plan",
+    ),
 )
 INPUTS: dict[str, Input] = {i.name: i for i in _TABLE}
 
 # The scenario's defaults (the tensor-parallel degree has a rule instead: derivations.common.smallest_tp).
-DEFAULTS: dict[str, Any] = {i.name: i.default for i in _TABLE if i.default is not None}
+DEFAULTS: dict[str, Any] = {i.name: i.default for i in _TABLE if i.default is not None and not i.command}
 # Datasheet figures an input may override, each the unit it must carry.
-OVERRIDES: dict[str, str] = {i.name: i.unit for i in _TABLE if i.kind == "quantity"}
+OVERRIDES: dict[str, str] = {i.name: i.unit for i in _TABLE if i.kind == "quantity" and not i.command}

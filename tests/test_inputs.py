@@ -39,8 +39,8 @@ def test_every_shared_option_is_built_from_the_table(name):
     for path, command in _commands():
         for param in command.params:
             if param.name == name and isinstance(param, click.Option) and path[0] not in ("sweep", "answer"):
-                if path[0] in ("plan", "simulate") and name in ("floor", "batch", "gpu", "model", "dtype"):
-                    continue  # the plan's --floor plans on the floor; simulate's --batch counts seats
+                if path[0] == "plan" and name == "gpu" or path[0] == "simulate" and name in ("batch", "rate"):
+                    continue  # the plan's --gpu is a list; simulate's --batch counts seats, its --rate is arrivals
                 offered += 1
                 assert declared.option in param.opts, (path, param.opts)
                 assert param.help == declared.text, (path, param.help)
@@ -62,7 +62,8 @@ def test_the_scenario_takes_its_defaults_and_units_from_the_table():
 
 def test_every_workload_input_is_a_field_of_the_setup():
     fields = {f.name for f in dataclasses.fields(Setup)}
-    workload = set(INPUTS) - {"config", "bandwidth", "flops", "memory", "power"}  # a model path; the gpu's figures
+    # Less a model path, the accelerator's figures and the plan's own targets.
+    workload = {n for n, i in INPUTS.items() if not i.command} - {"config", "bandwidth", "flops", "memory", "power"}
     assert workload <= fields, workload - fields
 
 
