@@ -1,11 +1,12 @@
 """One model of a step: every command that derives a decode step or a prompt pass gives the figures `predict` and
 `plan` give for the same model, accelerator, layout, batch and tokens.
 
-`predict` evaluates the step on one sheet; `plan` compiles the layout formulas (formulas/layout.py) to numpy and
-searches; `eval` evaluates one library formula; `sweep` compiles any target over a grid. All four read the same
-terms: the floor (`tpot_floor`, `ttft_floor`) and the calibrated estimate (`tpot`, `ttft`), each under one name.
-The layouts are tensor parallel (Layout(tp)); where tp exceeds the KV heads the cache is copied and where the cache
-is an MLA latent it is whole on every rank, in every command alike (kv_shards = min(tp, KV heads)).
+`predict` evaluates the step on one sheet, as `eval`, `energy`, `utilisation`, `knee`, `claim` and `compare` do
+(each checked here); `plan` compiles the layout formulas (formulas/layout.py) to numpy and searches; `sweep`
+compiles any target over a grid. All read the same terms: the floor (`tpot_floor`, `ttft_floor`) and the
+calibrated estimate (`tpot`, `ttft`), each under one name. The grid's layouts are tensor parallel (Layout(tp));
+where tp exceeds the KV heads the cache is copied and where the cache is an MLA latent it is whole on every rank,
+in every command alike (kv_shards = min(tp, KV heads)). Six wider layouts (ep, pp, dp) follow the grid.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def _sweep_gpu(model_name: str) -> str:
 
 
 @pytest.mark.parametrize(("model_name", "gpu_name", "tp"), CASES)
-def test_eval_energy_and_sweep_give_predicts_step(model_name, gpu_name, tp):
+def test_eval_energy_utilisation_knee_and_sweep_give_predicts_step(model_name, gpu_name, tp):
     if not _runs(model_name, gpu_name, tp):
         pytest.skip("the layout does not run the model there")
     predicted = _predict(model_name, gpu_name, tp)
@@ -146,6 +147,19 @@ def test_eval_energy_and_sweep_give_predicts_step(model_name, gpu_name, tp):
     power = float(load_gpu(gpu_name).power)
     expected = power * tp * predicted["tpot_floor"] / BATCH
     assert float(joules.to("joule/token").magnitude) == pytest.approx(expected, rel=1e-5)
+    # derive utilisation: with no measured time, its roofline step is the same floor.
+    floor = derive.utilisation(model_name, gpu_name, **common).results["roofline_step_time"]
+    assert float(floor.to("second").magnitude) == pytest.approx(predicted["tpot_floor"], rel=1e-5)
+    # derive knee: its memory ceiling is fit's, and its throughput there is that batch over the same floor step.
+    knee = derive.knee(model_name, gpu_name, **{k: v for k, v in common.items() if k != "batch"}).results
+    largest = knee["max_batch_by_memory"].magnitude
+    assert (
+        largest
+        == derive.fit(model_name, gpu_name, tp=tp, context=MEAN_CONTEXT, dtype=dtype).results["max_sequences"].magnitude
+    )
+    step = derive.evaluate("tpot_floor", model_name, gpu_name, **{**common, "batch": largest}).results["tpot_floor"]
+    rate = largest / float(step.to("second").magnitude)
+    assert float(knee["throughput_at_max_batch"].to("token/second").magnitude) == pytest.approx(rate, rel=1e-5)
     if gpu_name == _sweep_gpu(model_name):
         row = _swept(model_name)[tp]
         for name in ("tpot", "tpot_floor", "ttft", "ttft_floor"):
