@@ -1053,3 +1053,93 @@ def _listed(value: Any) -> list[Any]:
     if isinstance(value, Path) or hasattr(value, "config") or hasattr(value, "bandwidth"):  # one path or object
         return [value]
     return list(value)
+
+
+# One validation layer for the API's Python types (derive/core/validate.py's `argument`); values are then checked
+# as the CLI's are. Each keyword's kind is the inputs table's (derive/inputs.py) or its command's own, below.
+_OWN_KINDS = {
+    "name": "text",
+    "equation": "text",
+    "for_": "text",
+    "target": "text",
+    "question_id": "text",
+    "settings": "settings",
+    "check": "flag",
+    "vs": "gpu",
+    "link": "text",
+    "claim": "quantity",
+    "step_time": "quantity",
+    "recompute": "number",
+    "requests": "count",
+    "replies": "text",
+    "arrivals": "text",
+    "load": "number",
+    "max_wait": "quantity",
+    "seed": "number",
+    "measured": "path",
+    "folder": "path",
+    "path": "path",
+}
+# Where a command takes several of an input (a list, or comma-separated text).
+_LISTED_KINDS = {
+    "plan": {"gpu": "gpus"},
+    "sweep": {
+        "model": "models",
+        "gpu": "gpus",
+        "config": "paths",
+        "dtype": "texts",
+        **dict.fromkeys(("tp", "batch", "context", "prompt", "output"), "list"),
+    },
+}
+_EXAMPLES = {"claim": "1000 token/s", "step_time": "36 ms", "max_wait": "50 ms"}
+
+
+def _kind(function: str, keyword: str) -> tuple[str, str, str]:
+    """The kind of one API keyword, with an example of a quantity and the names a choice takes."""
+    from derive.inputs import DTYPES, INPUTS
+
+    listed = _LISTED_KINDS.get(function, {})
+    if keyword in listed:
+        return listed[keyword], "", ""
+    declared = INPUTS.get(keyword)
+    if declared is not None:
+        kind = {"model": "model", "gpu": "gpu"}.get(keyword, declared.kind)
+        return kind, declared.example, ", ".join(DTYPES)
+    return _OWN_KINDS.get(keyword, ""), _EXAMPLES.get(keyword, ""), ""
+
+
+def _strict(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` with every argument's Python type checked first: a wrong one is a DeriveError naming it."""
+    import functools
+    import inspect
+
+    signature = inspect.signature(function)
+    name = function.__name__
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        from derive.core import validate
+
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise DeriveError(f"derive.{name}: {error}", f"See help(derive.{name})") from None
+        for keyword, value in bound.arguments.items():
+            parameter = signature.parameters[keyword]
+            if parameter.kind is parameter.VAR_KEYWORD:  # derive.gpu's figures; an answer's own inputs
+                for key, item in value.items():
+                    kind, example, choices = _kind(name, key)
+                    if kind:
+                        validate.argument(name, key, item, kind, example, choices)
+                continue
+            kind, example, choices = _kind(name, keyword)
+            if kind:
+                validate.argument(name, keyword, value, kind, example, choices, optional=parameter.default is None)
+        return function(*args, **kwargs)
+
+    return checked
+
+
+for _name in __all__:
+    if _name[0].islower() and callable(globals()[_name]):
+        globals()[_name] = _strict(globals()[_name])

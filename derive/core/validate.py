@@ -214,3 +214,89 @@ def atomic(path: Path, mode: str = "w") -> Iterator[object]:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+# What Python type an API argument of each kind takes. The CLI hands every argument over as text, which each kind
+# takes; a Python caller can hand anything, and gets the same one-line error for a wrong type as for a bad value.
+_TAKES = {
+    "count": "a whole number (an int, or its digits as a string)",
+    "number": "a number (an int or a float, or its digits as a string)",
+    "quantity": "a string with its unit, such as {example}, or a pint quantity (a bare number has no unit)",
+    "choice": "one of the names {choices}",
+    "flag": "True or False",
+    "text": "a string",
+    "path": "a path (a string or a pathlib.Path)",
+    "model": "a catalog name (a string), or a model from derive.model(...)",
+    "gpu": "a catalog name (a string), or an accelerator from derive.gpu(...)",
+    "gpus": "catalog names, comma-separated or as a list, or accelerators from derive.gpu(...)",
+    "list": "a whole number, a list of them, or a range such as '1:64' (a string)",
+    "models": "catalog names, comma-separated or as a list, or models from derive.model(...)",
+    "paths": "a path or a list of paths",
+    "texts": "a name, comma-separated names, or a list of them",
+    "settings": "a mapping {{name: value}} or an iterable of 'name=value' strings",
+}
+
+
+def _is_text(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _is_quantity(value: object) -> bool:
+    return hasattr(value, "magnitude") and hasattr(value, "units")
+
+
+def _is_whole(value: object) -> bool:
+    return isinstance(value, int | float | str) and not isinstance(value, bool) or _is_exact(value)
+
+
+def _is_axis(value: object) -> bool:
+    """One value of a sweep's axis: a whole number, or text (a list, or a range such as '1:64')."""
+    return isinstance(value, int | str) and not isinstance(value, bool)
+
+
+def _is_exact(value: object) -> bool:
+    """A SymPy number: how the CLI hands over a value it has parsed (a quantity in base units)."""
+    return getattr(value, "is_Number", False) is True
+
+
+def _takes(kind: str, value: object) -> bool:
+    """Whether `value` is of a Python type an argument of `kind` takes (its value is checked after, as the CLI's)."""
+    from pathlib import PurePath
+
+    listed = isinstance(value, list | tuple | range)
+    checks = {
+        "count": lambda v: _is_whole(v),
+        "number": lambda v: _is_whole(v),
+        "quantity": lambda v: _is_text(v) or _is_quantity(v) or _is_exact(v),
+        "choice": _is_text,
+        "flag": lambda v: isinstance(v, bool),
+        "text": _is_text,
+        "path": lambda v: _is_text(v) or isinstance(v, PurePath),
+        "model": lambda v: _is_text(v) or hasattr(v, "formulas"),
+        "gpu": lambda v: _is_text(v) or hasattr(v, "bandwidth"),
+        "gpus": lambda v: _is_text(v) or hasattr(v, "bandwidth") or listed and all(_takes("gpu", g) for g in v),
+        "list": lambda v: _is_axis(v) or listed and all(_is_axis(x) for x in v),
+        "models": lambda v: _takes("model", v) or listed and all(_takes("model", m) for m in v),
+        "paths": lambda v: _takes("path", v) or listed and all(_takes("path", x) for x in v),
+        "texts": lambda v: _is_text(v) or listed and all(_is_text(x) for x in v),
+        "settings": lambda v: (
+            isinstance(v, dict) and all(_is_text(k) for k in v) or listed and all(_is_text(x) for x in v)
+        ),
+    }
+    return checks[kind](value)
+
+
+def argument(
+    function: str, name: str, value: object, kind: str, example: str = "", choices: str = "", optional: bool = True
+) -> None:
+    """Refuse an API argument whose Python type its kind does not take, naming the argument and what it takes
+    (None, where it is `optional`: the argument's default)."""
+    if value is None and optional or value is not None and _takes(kind, value):
+        return
+    shown = repr(value)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    takes = _TAKES[kind].format(example=f"'{example}'" if example else "'3.35 TB/s'", choices=choices)
+    raise DeriveError(
+        f"derive.{function}({name}={shown}): {name} takes {takes}, not {type(value).__name__}",
+        f"See help(derive.{function})",
+    )

@@ -1,0 +1,89 @@
+"""Issue 27: the API as strict as the CLI. Any Python value for any keyword of any API function gives a result or a
+one-line DeriveError, never another exception (derive/core/validate.py's `argument`, then the CLI's value checks).
+
+Each example calls one function with one keyword set to an arbitrary value (ints, floats, strings, None, lists,
+dicts, pint quantities of every dimension) and the others at working values, so the call reaches the derivation
+whenever the value is one it takes. HYPOTHESIS_PROFILE=long runs 5,000 examples (40 s, none failing); CI runs 100.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import derive
+from derive import api
+from derive.core.units import registry
+
+LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
+
+# The functions a notebook calls, each with the arguments that make it run (measure and sheets write files and take
+# seconds: tests/test_issue27_inputs.py covers their paths).
+CALLS = {
+    "params": {"model": "llama3-8b"},
+    "kv": {"model": "llama3-8b"},
+    "knee": {"model": "llama3-8b"},
+    "flops": {"model": "llama3-8b"},
+    "fit": {"model": "llama3-8b"},
+    "intensity": {"model": "llama3-8b"},
+    "crossover_kv_weights": {"model": "llama3-8b"},
+    "crossover_prefill": {"model": "llama3-8b"},
+    "predict": {"model": "llama3-8b"},
+    "compare": {"model": "llama3-8b", "vs": "b200"},
+    "experts": {"model": "mixtral-8x7b"},
+    "energy": {"model": "llama3-8b"},
+    "shard": {"model": "llama3-8b"},
+    "claim": {"model": "llama3-8b", "claim": "100 token/s"},
+    "attention_memory": {"model": "llama3-8b"},
+    "utilisation": {"model": "llama3-8b"},
+    "evaluate": {"name": "kv_bytes", "model": "llama3-8b"},
+    "solve": {"equation": "kv_bytes = 1 GB", "for_": "batch", "model": "llama3-8b"},
+    "plan": {"model": "llama3-8b", "gpu": "h100", "tpot": "50 ms"},
+    "sweep": {"target": "kv_bytes", "model": "llama3-8b"},
+    "model": {"name": "llama3-8b"},
+    "gpu": {"name": "h100"},
+    "formula": {"name": "kv_bytes"},
+    "answer": {"question_id": "kv-sizing-13b"},
+}
+CASES = [
+    (f, k) for f in CALLS for k in inspect.signature(getattr(api, f)).parameters if k not in ("overrides", "inputs")
+]
+CASES += [("gpu", "memory"), ("gpu", "bandwidth"), ("answer", "model"), ("answer", "context")]
+
+_UNITS = ["byte", "second", "byte/second", "FLOP/second", "watt", "token/second", "sequence/second", "parameter", ""]
+quantities = st.builds(
+    lambda m, u: registry().Quantity(m, u or "dimensionless"),
+    st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(10**30), 10**30),
+    st.sampled_from(_UNITS),
+)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=30)
+    | st.sampled_from(["h100", "bf16", "8", "1:4", "3 TB/s", "50 ms", "llama3-8b", "", "0", "-1", "nan"])
+    | quantities
+)
+values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner))
+
+
+@settings(
+    max_examples=5_000 if LONG else 100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(st.sampled_from(CASES), values)
+def test_any_value_for_any_keyword_gives_a_result_or_a_derive_error(case, value):
+    function, keyword = case
+    arguments = {**CALLS[function], keyword: value}
+    try:
+        result = getattr(derive, function)(**arguments)
+    except derive.DeriveError as error:
+        assert "\n" not in str(error) and "Traceback" not in str(error)
+        return
+    if hasattr(result, "results"):  # a result is whole: its figures, notes and JSON render
+        result.results, result.to_json()
