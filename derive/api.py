@@ -179,6 +179,13 @@ class Answer:
     def results(self) -> dict[str, Any]:
         return {name: _pint(r.value, r.unit) for name, r in self.answer.results.items()}
 
+    @property
+    def notes(self) -> list[str]:
+        """The answer's caveats and takeaways, as plain text."""
+        from derive.sheet_render import prose
+
+        return [prose(p, "md") for p in [*self.answer.caveats, *self.answer.takeaways]]
+
     def to_json(self) -> str:
         from derive.core.render import answer_json
 
@@ -931,11 +938,13 @@ def plan(
     Each layout's largest batch meeting the TPOT target is solved in closed form; the result is a
     `derive.planning.Plan` whose `pareto()` rows give accelerators, layout, batch, tokens/s per accelerator
     and per user, accelerators for the rate, cost per million output tokens, joules per token and the
-    binding limit, and whose `pick()` is the cheapest (or, without prices, the most tokens per accelerator).
+    binding limit, and whose `pick` is the cheapest (or, without prices, the most tokens per accelerator).
 
     >>> p = derive.plan("llama3-70b", "h100", tpot="50 ms")
-    >>> p.pick().layout.tp, p.pick().binds
+    >>> p.pick.layout.tp, p.pick.binds
     (4, 'TPOT')
+    >>> p.results["tokens_per_s_per_accelerator"].units
+    <Unit('token / second')>
     """
     from derive import planning, scenario
     from derive.catalog import Gpu, load_gpu

@@ -448,9 +448,48 @@ class Plan:
         front = [row for found in self.searches for row in pareto(found.rows)]
         return sorted(front, key=lambda r: (r.cost_per_million is None, r.cost_per_million or 0, -r.per_accelerator))
 
+    @property
     def pick(self) -> Row | None:
+        """The cheapest row meeting the targets (without prices, the most tokens per accelerator); None if none."""
         return pick(self.rows)
 
+    @property
+    def results(self) -> dict[str, Any]:
+        """The pick's figures by name, as pint quantities (as a Derivation's `results`); empty where none meets the
+        targets."""
+        from derive.core.units import registry
+
+        chosen = self.pick
+        if chosen is None:
+            return {}
+        units = {
+            "accelerators": "",
+            "micro_batch": "sequence",
+            "sequences": "sequence",
+            "tpot_s": "second",
+            "tpot_floor_s": "second",
+            "decode_step_s": "second",
+            "ttft_s": "second",
+            "requests_per_s": "sequence/second",
+            "tokens_per_s_per_accelerator": "token/second",
+            "tokens_per_s_per_user": "token/second/sequence",
+            "accelerators_for_rate": "",
+            "usd_per_million_tokens": "",
+            "joules_per_token": "joule/token",
+        }
+        out: dict[str, Any] = {"gpu": chosen.gpu, "layout": str(chosen.layout), "binds": chosen.binds}
+        for key, value in chosen.as_dict().items():
+            if key in units and value is not None:
+                name = key.removesuffix("_s") if units[key] == "second" else key
+                out[name] = registry().Quantity(value, units[key]) if units[key] else value
+        return out
+
+    def __repr__(self) -> str:
+        chosen = self.pick
+        picked = "no layout meets the targets" if chosen is None else f"pick {chosen.gpu} {chosen.layout}"
+        return f"<Plan {self.model.name} ({self.dtype}): {picked}; {len(self.rows)} layouts meet the targets>"
+
+    @property
     def notes(self) -> list[str]:
         out = [f"{f.gpu.name}: {f.system.title}; estimate: {f.estimate}" for f in self.searches]
         for f in self.searches:
@@ -483,7 +522,7 @@ class Plan:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        chosen = self.pick()
+        chosen = self.pick
         return {
             "command": "plan",
             "model": self.model.name,
@@ -509,7 +548,7 @@ class Plan:
                 }
                 for f in self.searches
             },
-            "notes": self.notes(),
+            "notes": self.notes,
         }
 
     def to_json(self) -> str:
@@ -533,7 +572,7 @@ class Plan:
             "J/tok",
             "binds",
         ]
-        chosen = self.pick()
+        chosen = self.pick
         body = []
         for r in self.pareto():
             body.append(
@@ -565,7 +604,7 @@ class Plan:
                     c.rjust(w) if i > 3 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
                 ).rstrip()
             )
-        lines += ["", self.summary(), ""] + [f"note: {n}" for n in self.notes()]
+        lines += ["", self.summary(), ""] + [f"note: {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
 
     def to_markdown(self) -> str:
@@ -573,14 +612,14 @@ class Plan:
         rows = [f"| {' | '.join(head)} |", f"|{'|'.join('---' for _ in head)}|"] + [
             f"| {' | '.join(c)} |" for c in body
         ]
-        notes = "\n".join(f"- {n}" for n in self.notes())
+        notes = "\n".join(f"- {n}" for n in self.notes)
         return f"## Plan\n\n{self.describe_targets()}\n\n" + "\n".join(rows) + f"\n\n{self.summary()}\n\n{notes}\n"
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
 
     def summary(self) -> str:
-        chosen = self.pick()
+        chosen = self.pick
         if chosen is None:
             return "No layout meets the targets."
         by = (
@@ -619,7 +658,7 @@ class Plan:
                     lw=1.5,
                     label=f"{found.gpu.name} ({found.estimate.split(',')[0].split(' (')[0]})",
                 )
-        chosen = self.pick()
+        chosen = self.pick
         if chosen is not None:
             ax.plot(
                 [chosen.per_user], [chosen.per_accelerator], "k*", ms=10, label=f"pick: {chosen.gpu} {chosen.layout}"

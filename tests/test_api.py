@@ -193,3 +193,20 @@ def test_an_answer_renders_as_the_cli_renders_it(run):
         result = run("answer", "decode-knee", "--set", "context=4096", "--format", fmt)
         assert result.exit_code == 0
         assert getattr(api.answer("decode-knee", context=4096), method)() == result.stdout
+
+
+def test_every_result_object_has_one_shape():
+    """Issue 27: a Derivation, an Answer and a Plan each have `.results`, `.notes`, `.to_json()` and a short repr
+    (a Plan's was tens of kB, its pick a method)."""
+    objects = [
+        derive.knee("llama3-8b"),
+        derive.answer("kv-sizing-13b"),
+        derive.plan("llama3-8b", "h100", tpot="50 ms"),
+    ]
+    for obj in objects:
+        assert isinstance(obj.results, dict) and obj.results, type(obj)
+        assert isinstance(obj.notes, list) and all(isinstance(n, str) for n in obj.notes), type(obj)
+        assert json.loads(obj.to_json()), type(obj)
+        assert len(repr(obj)) < 200, repr(obj)[:300]
+    plan = objects[2]
+    assert plan.pick is not None and str(plan.pick.layout) == plan.results["layout"]

@@ -73,7 +73,7 @@ def test_the_closed_form_batch_is_the_largest_meeting_the_target(model, tpot):
 @pytest.mark.parametrize(("model", "tpot"), [("llama3-70b", "50 ms"), ("qwen3-30b-a3b", "30 ms")])
 def test_the_worked_sheet_of_the_pick_gives_the_table_row(model, tpot):
     p = derive.plan(model, "h100", tpot=tpot, rate="20 req/s")
-    row, gpu = p.pick(), load_gpu("h100")
+    row, gpu = p.pick, load_gpu("h100")
     sheet = layout_sheet(
         Setup(model=load_model(model), gpu=gpu, batch=row.batch),
         row.layout,

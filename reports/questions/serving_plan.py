@@ -36,7 +36,7 @@ def build(inputs: Inputs) -> Answer:
     gpus = [load_gpu(name.strip()) for name in str(inputs["gpus"]).split(",") if name.strip()]
     max_gpus = validate.count(inputs["max_gpus"], "max_gpus", "--set max_gpus")
     plan = planning.plan(setup.model, gpus, targets, dtype=setup.dtype, max_accelerators=max_gpus)
-    pick = plan.pick()
+    pick = plan.pick
     assert pick is not None, "planning.plan raises when no layout meets the targets"
     gpu = next(f.gpu for f in plan.searches if f.gpu.name == pick.gpu)
     found = next(f for f in plan.searches if f.gpu.name == pick.gpu)
@@ -142,7 +142,7 @@ def build(inputs: Inputs) -> Answer:
         )
     answer.caveats += [
         Prose("caveat", note.replace("{", "{{").replace("}", "}}"))
-        for note in plan.notes()
+        for note in plan.notes
         if not note.startswith("price")
     ]
     return answer
