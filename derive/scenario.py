@@ -48,9 +48,9 @@ def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str
     filled = {key: values.get(key) if values.get(key) is not None else default for key, default in DEFAULTS.items()}
 
     fields: dict[str, Any] = {key: filled[key] for key in ("context", "batch", "prompt", "output", "tokens")}
-    fields["dtype"] = str(filled["dtype"]).lower()
-    if values.get("kv_dtype"):
-        fields["kv_dtype"] = str(values["kv_dtype"]).lower()
+    fields["dtype"] = _dtype(filled["dtype"], "--dtype")
+    if values.get("kv_dtype") is not None:
+        fields["kv_dtype"] = _dtype(values["kv_dtype"], "--kv-dtype")
     fields.update({key: values[key] for key in _PLAIN if values.get(key) is not None})
     overrides = figures(values)
     if need_gpu or values.get("gpu") is not None or overrides:
@@ -69,6 +69,17 @@ def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str
             fields["link"] = _quantity(link, "byte/second", "link")
     setup = Setup(model=model, defaults=tuple(defaults), **fields)
     return setup.check_context() if "context" in given else setup
+
+
+def _dtype(value: Any, option: str) -> str:
+    """A dtype name the catalog knows, lower-cased: every command checks it, whether it reads it or not."""
+    from derive.core.errors import DeriveError
+    from derive.inputs import DTYPES
+
+    name = str(value).strip().lower()
+    if name not in DTYPES:
+        raise DeriveError(f"unknown {option} '{value}'", f"Known: {', '.join(DTYPES)}")
+    return name
 
 
 def figures(values: Mapping[str, Any]) -> dict[str, Any]:

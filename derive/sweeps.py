@@ -447,7 +447,7 @@ def plan(
 
     for dtype in dtypes:
         dtype_bytes(dtype.lower(), "--dtype")
-    if kv_dtype:
+    if kv_dtype is not None:  # '' is no dtype either
         dtype_bytes(kv_dtype.lower(), "--kv-dtype")
     grid = Grid(
         {"model": loaded, "gpu": accelerators, "dtype": [d.lower() for d in dtypes]},

@@ -91,7 +91,10 @@ def parse_quantity(text: str, expected: str, option: str = "") -> sympy.Rational
         )
     if value <= 0:
         raise UnitError(f"{where}'{text}' must be positive", f"For example '{_example(expected)}'")
-    given = unit(unit_text)
+    try:
+        given = unit(unit_text)
+    except UnitError as error:  # say which option carried it
+        raise UnitError(f"{where}'{text}': {error.message}", error.hint) from None
     if given.dimensionality != unit(expected).dimensionality:
         raise UnitError(
             f"{where}'{text}' is {_dimension_words(given)}, not {_dimension_words(unit(expected))}",
