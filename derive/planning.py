@@ -11,6 +11,7 @@ Lambert W function when it is a + b·B - C·q^B. The largest batch is the least 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -116,12 +117,63 @@ class Compiled:
 
 
 def compile_plan(model: Model, gpu: Gpu, dtype: str, targets: Targets, floor: bool) -> Compiled:
-    from derive.sweeps import NUMPY_EXTREMES, predictor_inputs, substituted
+    """The plan's functions for one model on one accelerator: compiled once a model (the accelerator's figures and
+    fit are arguments, a few hundred ms a compile) and bound to this accelerator's numbers."""
+    from derive.sweeps import predictor_inputs
 
     values, library = predictor_inputs(model, gpu, dtype)
+    own = accelerator_values(gpu, dtype)
+    figures = tuple(sorted(own, key=lambda s: s.key))
+    key = (id(model), dtype, targets, floor, tuple(s.key for s in figures))
+    if key not in _COMPILED:
+        _COMPILED[key] = (model, _compile(values, library, figures, targets, floor))
+    compiled = _COMPILED[key][1]
+    numbers = [float(own[s]) for s in figures]
+
+    def bound(fn: Callable[..., Any]) -> Callable[..., Any]:
+        return functools.partial(fn, *numbers)
+
+    return Compiled(
+        tpot=bound(compiled.tpot),
+        tpot_floor=bound(compiled.tpot_floor),
+        step=bound(compiled.step),
+        ttft=bound(compiled.ttft),
+        ttft_floor=bound(compiled.ttft_floor),
+        weights=bound(compiled.weights),
+        held=bound(compiled.held),
+        branches=[(bound(fn), q) for fn, q in compiled.branches],
+    )
+
+
+# Compiled plans by model (held, so its id stays its own), dtype, targets, floor and the figures an accelerator gives.
+_COMPILED: dict[tuple[Any, ...], tuple[Model, Compiled]] = {}
+
+
+def accelerator_values(gpu: Gpu, dtype: str) -> dict[Sym, sympy.Expr]:
+    """What the plan takes from an accelerator: its datasheet figures, its fit and its link (derive/sweeps.py's
+    predictor_inputs less the model's values)."""
+    from derive.calibration import predictor_values
+    from formulas import energy as en
+
+    return {
+        sym.BW: gpu.bandwidth,
+        sym.P: gpu.peak(dtype)[0],
+        sym.M: gpu.memory,
+        en.P_acc: gpu.power,
+        **predictor_values(gpu, dtype),
+    }
+
+
+def _compile(
+    values: dict[Sym, sympy.Expr], library: Any, figures: tuple[Sym, ...], targets: Targets, floor: bool
+) -> Compiled:
+    """The layout formulas as numpy functions of the accelerator's `figures`, the layout inputs and the batch."""
+    from derive.sweeps import NUMPY_EXTREMES, substituted
+
+    values = {s: v for s, v in values.items() if s not in figures}
     values.update({sym.S_p: sympy.Integer(targets.prompt), sym.S_o: sympy.Integer(targets.output)})
     values.setdefault(sym.k_e, sympy.Integer(1))  # a dense model: multiplied by L_a = 0
-    swept = [*INPUTS, sym.B]
+    swept = [*figures, *INPUTS, sym.B]
     arguments = [s.symbol for s in swept]
     step = lay.tpot_f if floor else lay.tpot_c
     served = library.get("layout_served_tpot").expr
