@@ -60,7 +60,11 @@ CONFIGS = [
         json.dumps({k: v for k, v in LLAMA.items() if k != "hidden_size"}).encode(),
         "lacks 'hidden_size'",
     ),
-    ("missing vocab", json.dumps({k: v for k, v in LLAMA.items() if k != "vocab_size"}).encode(), "lacks 'vocab_size'"),
+    (  # Llama's entry carries LlamaConfig's vocab_size (32,000, with a note); Mistral's does not
+        "missing vocab",
+        json.dumps({**{k: v for k, v in LLAMA.items() if k != "vocab_size"}, "model_type": "mistral"}).encode(),
+        "lacks 'vocab_size'",
+    ),
     (
         "heads do not divide hidden",
         json.dumps({**LLAMA, "num_attention_heads": 5}).encode(),

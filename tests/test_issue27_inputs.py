@@ -84,3 +84,30 @@ def test_an_equation_whose_sides_never_cross_is_refused(run):
     result = run("solve", "ttft = tpot", "--for", "batch", "--model", "llama3-8b")
     assert result.exit_code == 0 and "the two sides do not cross" in result.output
     assert "no positive solution at these values" in result.output and "0.14" not in result.output
+
+
+LLAMA_7B_SHAPES = {
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "intermediate_size": 11008,
+}
+
+
+def test_a_key_transformers_defaults_is_taken_with_a_note(run, write_config):
+    """Issue 27: a Llama config without vocab_size was refused; LlamaConfig defaults it to 32,000 (transformers'
+    configuration_llama.py), so the count is Llama 2 7B's published 6,738,415,616 (meta-llama/Llama-2-7b-hf)."""
+    result = run("params", "--config", str(write_config(LLAMA_7B_SHAPES)), "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["results"]["total_params"]["value"] == 6_738_415_616
+    assert any("vocab_size = 32,000" in note for note in out["notes"])
+
+
+def test_a_llava_wrapper_reads_its_llama_text_config(run, write_config):
+    """Issue 27: a llava checkpoint (a vision tower around a Llama text_config) was refused."""
+    wrapper = {"model_type": "llava", "text_config": {**LLAMA_7B_SHAPES, "vocab_size": 32064}}
+    result = run("params", "--config", str(write_config(wrapper)), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["results"]["total_params"]["value"] == 6_738_415_616 + 2 * 64 * 4096

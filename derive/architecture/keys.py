@@ -59,19 +59,26 @@ class Keys:
         outer: Mapping[str, Any] | None = None,
         names: Mapping[str, list[str]] | None = None,
         defaults: Mapping[str, Any] | None = None,
+        defaulted: dict[str, Any] | None = None,
     ) -> None:
         self.raw, self.name, self.family, self.outer = raw, name, family, outer or {}
         self.names, self.defaults = names or {}, defaults or {}
+        # The family defaults this reading took for keys the config lacks (shared by overlays): said in a note.
+        self.defaulted: dict[str, Any] = {} if defaulted is None else defaulted
 
     def overlay(self, values: Mapping[str, Any]) -> Keys:
         """The same config with some keys given other values (one layer's per_layer_config)."""
         if not values:
             return self
-        return Keys({**self.raw, **values}, self.name, self.family, self.outer, self.names, self.defaults)
+        return Keys(
+            {**self.raw, **values}, self.name, self.family, self.outer, self.names, self.defaults, self.defaulted
+        )
 
     def renamed(self, names: Mapping[str, list[str]]) -> Keys:
         """The same config with some keys read under other names (a layer kind's own heads, say)."""
-        return Keys(self.raw, self.name, self.family, self.outer, {**self.names, **names}, self.defaults)
+        return Keys(
+            self.raw, self.name, self.family, self.outer, {**self.names, **names}, self.defaults, self.defaulted
+        )
 
     def fail(self, key: str, value: object, wanted: str, fix: str = "Fix the value in the config.json") -> CatalogError:
         return CatalogError(f"config for {self.name}: '{self.spelt(key)}' is {value!r}, {wanted}", fix)
@@ -103,7 +110,10 @@ class Keys:
                 return value
         # The family's default, under the common name or under the name this reading gives it.
         value = next((self.defaults[s] for s in (key, *self._spellings(key)) if self.defaults.get(s) is not None), None)
-        return default if value is None else value
+        if value is None:
+            return default
+        self.defaulted[self.spelt(key)] = value
+        return value
 
     def given(self, key: str) -> bool:
         """The config itself gives `key` (not the family's default)."""

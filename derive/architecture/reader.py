@@ -163,7 +163,7 @@ def read_architecture(raw: object, name: str) -> Architecture:
     if isinstance(mtp, int) and mtp > 0:
         notes.append(f"the {mtp} multi-token-prediction layer(s) are left out, as transformers builds the model")
     hyper = spec.number(k, "hyper", 0)
-    return Architecture(
+    fields = dict(
         name=name,
         family=family,
         vocab=_vocab(k, spec),
@@ -175,9 +175,20 @@ def read_architecture(raw: object, name: str) -> Architecture:
         quantization=_quantization(raw),
         expert_format=spec.text(k, "expert_format") or _expert_format(raw),
         state_dtype=spec.text(k, "state_dtype") if "state_dtype" in table else "",
-        notes=tuple(notes),
         **_around_the_layers(k, spec),
     )
+    required = {key: value for key, value in k.defaulted.items() if key in _SAID}
+    if required:  # a size the config lacks, taken from the family's entry (transformers' config defaults)
+        taken = ", ".join(
+            f"{key} = {value:,}" if isinstance(value, int) else f"{key} = {value}" for key, value in required.items()
+        )
+        notes.append(f"not in the config, taken as {family}'s default (transformers' config class): {taken}")
+    return Architecture(notes=tuple(notes), **fields)  # type: ignore[arg-type]
+
+
+# The family defaults a note names where a config lacks them: sizes that change every count. Pattern defaults
+# (a window, a layer period) are how the family reads its own keys, and stay unsaid.
+_SAID = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
 
 
 def _around_the_layers(k: Keys, spec: Spec) -> dict[str, Any]:
