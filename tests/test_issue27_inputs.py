@@ -111,3 +111,11 @@ def test_a_llava_wrapper_reads_its_llama_text_config(run, write_config):
     result = run("params", "--config", str(write_config(wrapper)), "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["results"]["total_params"]["value"] == 6_738_415_616 + 2 * 64 * 4096
+
+
+def test_compare_says_which_inputs_it_chose(run):
+    """Issue 27: compare printed no 'defaults used' and labelled the tp it chose for both accelerators '[--tp]'."""
+    result = run("compare", "--model", "llama3-70b", "--gpu", "h100", "--vs", "b200")
+    assert result.exit_code == 0
+    assert "defaults used:" in result.stdout and "tp=2" in result.stdout
+    assert "[--tp]" not in result.stdout and "[chosen:" in result.stdout

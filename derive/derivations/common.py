@@ -360,7 +360,8 @@ def parallelism(work: Work, setup: Setup, gpu: Gpu) -> int:
     it splits the cache."""
     if setup.tp is not None:
         tp = setup.tp
-        work.given(sym.n, tp, "--tp")
+        chosen = "tp" in setup.defaults  # a degree a command chose for the user (compare: one for both accelerators)
+        work.given(sym.n, tp, "chosen: the larger of the two accelerators' smallest that fits" if chosen else "--tp")
     else:
         tp = smallest_tp(setup, gpu, work.values.get(sym.S))
         work.sheet.inputs["tp"] = tp

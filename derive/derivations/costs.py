@@ -375,15 +375,12 @@ def compare(setup: Setup) -> Sheet:
     other_setup = Setup(**{**setup.__dict__, "gpu": setup.vs})
     if setup.tp is None:
         tp = max(int(str(knee(setup).inputs["tp"])), int(str(knee(other_setup).inputs["tp"])))
-        setup, other_setup = (Setup(**{**s.__dict__, "tp": tp}) for s in (setup, other_setup))
+        chosen = (*setup.defaults, "tp")
+        setup, other_setup = (Setup(**{**s.__dict__, "tp": tp, "defaults": chosen}) for s in (setup, other_setup))
     base, other = knee(setup), knee(other_setup)
-    work = Work(
-        Sheet(
-            "compare",
-            f"{setup.model.title}: {vs.title} against {gpu.title}",
-            {**setup.inputs(), "vs": vs.name, "tp": base.inputs["tp"], "vs_tp": other.inputs["tp"]},
-        )
-    )
+    inputs = {**setup.inputs(), "vs": vs.name, "tp": base.inputs["tp"], "vs_tp": other.inputs["tp"]}
+    work = Work(Sheet("compare", f"{setup.model.title}: {vs.title} against {gpu.title}", inputs))
+    work.sheet.inputs["defaults"] = list(setup.defaults)
     figures = (
         ("bandwidth_ratio", sym.BW, "bandwidth-bound decode (small batch) speeds up by this"),
         ("compute_ratio", sym.P, "compute-bound work (prefill, a batch past the knee) speeds up by this"),
