@@ -60,10 +60,11 @@ class Row:
     per_accelerator: float  # output tokens a second
     per_user: float
     for_rate: int | None
-    cost_per_million: float | None  # USD per million output tokens
+    cost_per_million: float | None  # USD per million output tokens, one copy busy all the time
     joules_per_token: float
     binds: str  # "TPOT", "memory" or "batch cap"
     memory_batch: int  # the largest micro-batch memory holds (the frontier's end)
+    fleet_cost_per_million: float | None = None  # USD per million output tokens of the fleet serving --rate
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +82,7 @@ class Row:
             "tokens_per_s_per_user": self.per_user,
             "accelerators_for_rate": self.for_rate,
             "usd_per_million_tokens": self.cost_per_million,
+            "fleet_usd_per_million_tokens": self.fleet_cost_per_million,
             "joules_per_token": self.joules_per_token,
             "binds": self.binds,
             "memory_micro_batch": self.memory_batch,
@@ -407,10 +409,12 @@ def _row(
     if targets.rate is not None:
         given[lay.lam] = targets.rate
         for_rate = int(evaluate(lay.N_rate.symbol, given))
-    cost = None
+    cost = fleet = None
     if price is not None:
         given[lay.price] = price.per_second
         cost = float(evaluate(lay.c_tok.symbol, given)) * 1e6
+        if targets.rate is not None:
+            fleet = float(evaluate(lay.c_fleet.symbol, given)) * 1e6
     return Row(
         gpu=gpu.name,
         layout=layout,
@@ -428,6 +432,7 @@ def _row(
         joules_per_token=value[lay.e_tok_L],
         binds=binds,
         memory_batch=batch,
+        fleet_cost_per_million=fleet,
     )
 
 
@@ -442,9 +447,15 @@ def pareto(rows: list[Row]) -> list[Row]:
 
 
 def pick(rows: list[Row]) -> Row | None:
-    """The cheapest row per million tokens where every row has a price, else the most tokens per accelerator."""
+    """The cheapest fleet for the rate where one is asked and every row has a price, else the cheapest busy copy
+    per million tokens, else the most tokens per accelerator."""
     if not rows:
         return None
+    if all(r.fleet_cost_per_million is not None for r in rows):  # a rate to serve: the cheapest fleet for it
+        # Fleets that cost the same (the same accelerators, whole copies): the one with more headroom, cheaper busy.
+        return min(
+            rows, key=lambda r: (round(r.fleet_cost_per_million or 0, 9), r.cost_per_million, r.layout.accelerators)
+        )
     if all(r.cost_per_million is not None for r in rows):
         return min(rows, key=lambda r: (r.cost_per_million, r.layout.accelerators))
     return max(rows, key=lambda r: (r.per_accelerator, -r.layout.accelerators))
@@ -498,6 +509,9 @@ class Plan:
 
     def pareto(self) -> list[Row]:
         front = [row for found in self.searches for row in pareto(found.rows)]
+        chosen = self.pick
+        if chosen is not None and chosen not in front:  # the cheapest fleet for a rate may sit off the frontier
+            front.append(chosen)
         return sorted(front, key=lambda r: (r.cost_per_million is None, r.cost_per_million or 0, -r.per_accelerator))
 
     @property
@@ -527,6 +541,7 @@ class Plan:
             "tokens_per_s_per_user": "token/second/sequence",
             "accelerators_for_rate": "",
             "usd_per_million_tokens": "",
+            "fleet_usd_per_million_tokens": "",
             "joules_per_token": "joule/token",
         }
         out: dict[str, Any] = {"gpu": chosen.gpu, "layout": str(chosen.layout), "binds": chosen.binds}
@@ -621,6 +636,7 @@ class Plan:
             "TTFT ms",
             "accel. for rate",
             "USD/M tok",
+            "fleet USD/M tok",
             "J/tok",
             "binds",
         ]
@@ -640,6 +656,7 @@ class Plan:
                     f"{r.ttft * 1e3:,.0f}",
                     "" if r.for_rate is None else f"{r.for_rate:,}",
                     "" if r.cost_per_million is None else f"{r.cost_per_million:.2f}",
+                    "" if r.fleet_cost_per_million is None else f"{r.fleet_cost_per_million:.2f}",
                     f"{r.joules_per_token:.3g}",
                     r.binds,
                 ]
@@ -675,15 +692,22 @@ class Plan:
         if chosen is None:
             return "No layout meets the targets."
         by = (
-            "the lowest cost per million output tokens"
+            "the cheapest fleet for the rate"
+            if chosen.fleet_cost_per_million is not None
+            else "the lowest cost per million output tokens"
             if chosen.cost_per_million is not None
-            else ("the most output tokens a second per accelerator")
+            else "the most output tokens a second per accelerator"
         )
         rate = ""
         if chosen.for_rate is not None:
             copies = chosen.for_rate // chosen.layout.accelerators
             wanted = float(self.targets.rate or 0)
             rate = f"; {wanted:g} requests/s take {copies:,} copies, {chosen.for_rate:,} {chosen.gpu}s"
+            if chosen.fleet_cost_per_million is not None:
+                rate += (
+                    f", {chosen.fleet_cost_per_million:.2f} USD per million output tokens as a fleet "
+                    f"({chosen.cost_per_million:.2f} for one copy busy all the time)"
+                )
         return (
             f"Pick ({by}): {chosen.layout.accelerators} x {chosen.gpu} as {chosen.layout}, "
             f"micro-batch {chosen.batch:,} ({chosen.sequences:,} sequences), "

@@ -149,6 +149,13 @@ lam = define("request_rate", "lambda_r", "sequence/second", r"\lambda", "request
 N_rate = define("accelerators_for_rate", "N_rate", "", r"N_{\lambda}", "accelerators whole copies need for the rate")
 price = define("accelerator_price", "c_acc", "USD/second", r"c_{acc}", "rental price of one accelerator")
 c_tok = define("cost_per_token", "c_tok", "USD/token", r"c_{tok}", "cost of one output token at full capacity")
+c_fleet = define(
+    "fleet_cost_per_token",
+    "c_fleet",
+    "USD/token",
+    r"c_{fleet}",
+    "cost of one output token of the fleet serving the rate",
+)
 e_tok_L = define("layout_energy_per_token", "e_L", "joule/token", r"e_{L}", "energy per output token at TDP")
 
 _SLOT = "A slot is one micro-batch through one stage: L/p layers over that micro-batch's tokens."
@@ -380,6 +387,12 @@ cost_per_token = formula(
     c_tok,
     N_L.symbol * price.symbol / (Q_L.symbol * S_o.symbol),
     "The layout's rent divided by the output tokens it completes (busy all the time).",
+)
+fleet_cost_per_token = formula(
+    c_fleet,
+    N_rate.symbol * price.symbol / (lam.symbol * S_o.symbol),
+    "The rent of every accelerator of the whole copies the rate needs, divided by the output tokens the rate asks "
+    "for: at least c_tok, equal where the rate fills the copies exactly.",
 )
 layout_energy_per_token = formula(
     e_tok_L,

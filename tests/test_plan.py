@@ -42,7 +42,8 @@ def test_plan_meets_its_targets_and_says_what_it_computes(run, model):
         assert row["accelerators_for_rate"] == math.ceil(20 / row["requests_per_s"]) * row["accelerators"]
         assert row["tokens_per_s_per_user"] == pytest.approx(1 / row["tpot_s"])
     pick = out["pick"]
-    assert pick["usd_per_million_tokens"] == min(r["usd_per_million_tokens"] for r in out["pareto"])
+    # With a rate to serve, the pick is the cheapest fleet for it (whole copies), not the cheapest busy copy.
+    assert pick["fleet_usd_per_million_tokens"] == min(r["fleet_usd_per_million_tokens"] for r in out["pareto"])
     text = run("plan", "--model", model, "--tpot", tpot, "--rate", "20 req/s")
     assert text.exit_code == 0
     layout = pick["layout"]
@@ -141,3 +142,24 @@ def test_frontier_figure(run, tmp_path):
     result = run("plan", "-m", "qwen3-30b-a3b", "--tpot", "30 ms", "--figure", str(path))
     assert result.exit_code == 0, result.stderr
     assert path.stat().st_size > 1000 and path.with_suffix(".png").stat().st_size > 1000
+
+
+def test_the_fleet_cost_is_the_rent_of_the_whole_copies_the_rate_needs():
+    """Issue 26: the cost column was one copy busy all the time (Llama 3 70B, 20 ms, 10 req/s on H100: 4.74 USD per
+    million tokens) while the fleet it picks, 24 H100 at the committed 2.69 USD/h for 10 x 256 tokens/s, costs 7.0.
+    By hand: N_rate · price / (rate · S_o); it is the per-copy figure where the rate fills the copies exactly."""
+    plan = derive.plan("llama3-70b", "h100", tpot="20 ms", rate="10 req/s", output=256)
+    pick = plan.pick
+    price = float(plan.prices["h100"].per_second)
+    assert pick.for_rate == 24
+    assert pick.fleet_cost_per_million == pytest.approx(24 * price * 1e6 / (10 * 256), rel=1e-9)
+    assert round(pick.fleet_cost_per_million, 1) == 7.0 and round(pick.cost_per_million, 2) == 4.74
+    assert all(r.fleet_cost_per_million >= r.cost_per_million * (1 - 1e-9) for r in plan.rows)
+    # At a rate that three copies serve exactly, the fleet costs what one busy copy does.
+    full = f"{3 * pick.capacity!r} req/s"
+    exact = [
+        r
+        for r in derive.plan("llama3-70b", "h100", tpot="20 ms", rate=full, output=256).rows
+        if r.layout == pick.layout
+    ]
+    assert exact[0].fleet_cost_per_million == pytest.approx(exact[0].cost_per_million, rel=1e-6)

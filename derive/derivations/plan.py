@@ -91,6 +91,8 @@ def layout_sheet(
     if price is not None:
         work.given(lay.price, price.per_second, price.label)
         work.compute(work.library.get("cost_per_token"), "cost_per_token")
+        if targets.rate is not None:
+            work.compute(work.library.get("fleet_cost_per_token"), "fleet_cost_per_token")
     work.note(f"estimate: {estimate}")
     if fit:
         calibration_notes(work, fit)
