@@ -128,9 +128,10 @@ class Derivation:
 
         return render_sheet(self.sheet, "tex")
 
-    def curve(self, quantity: str, over: str, at: Any) -> Any:
+    def curve(self, quantity: str, over: str, at: Any, past_memory: bool = False) -> Any:
         """A quantity of this derivation (by name: 'decode_throughput') as a numpy array over one of its inputs
-        ('batch') at the values `at`, every other input as the derivation has it, in base units.
+        ('batch') at the values `at`, every other input as the derivation has it, in base units. A batch or context
+        past what the accelerators' memory holds is refused unless `past_memory`.
 
         >>> r = derive.knee("llama70b")
         >>> [round(float(t)) for t in r.curve("throughput_floor", "batch", [1, 2])]
@@ -139,11 +140,29 @@ class Derivation:
         import numpy as np
 
         from derive.core.evaluation import over as function_of
-        from derive.derivations.common import model_library
+        from derive.derivations.common import held_per_accelerator, model_library
         from derive.derivations.generic import symbol_for
+        from formulas import notation as sym
 
-        target, variable = symbol_for(quantity), symbol_for(over)
-        xs = np.asarray(at, dtype=float)
+        try:
+            target, variable = symbol_for(quantity), symbol_for(over)
+        except DeriveError as error:
+            raise DeriveError(error.message, "derive.formulas() lists every quantity by name") from None
+        try:
+            xs = np.asarray(at, dtype=float)
+        except (TypeError, ValueError):
+            raise DeriveError(f"curve(at={at!r}): not numbers", "Pass a list or array, e.g. [1, 2, 4]") from None
+        values = self.sheet.values
+        if variable in (sym.B, sym.S) and not past_memory and all(s in values for s in (sym.M, sym.W, sym.B, sym.S)):
+            library = model_library(self.setup.model)
+            for x in xs.ravel():
+                batch, context = (x, values[sym.S]) if variable is sym.B else (values[sym.B], x)
+                if held_per_accelerator(values, library, int(batch), int(context)) > values[sym.M]:
+                    raise DeriveError(
+                        f"curve over {over}: {x:g} does not fit: each accelerator's memory holds the weights and "
+                        f"less cache than {over} {x:g} needs",
+                        "Draw up to the memory ceiling (max_batch_by_memory), or pass past_memory=True",
+                    )
         values = function_of(target.symbol, variable, self.sheet.values, model_library(self.setup.model))(xs)
         return np.broadcast_to(values, xs.shape).astype(float)
 

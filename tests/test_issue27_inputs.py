@@ -119,3 +119,15 @@ def test_compare_says_which_inputs_it_chose(run):
     assert result.exit_code == 0
     assert "defaults used:" in result.stdout and "tp=2" in result.stdout
     assert "[--tp]" not in result.stdout and "[chosen:" in result.stdout
+
+
+def test_curve_refuses_batches_past_the_memory_ceiling():
+    """Issue 27: curve() drew batches past what memory holds, and hinted with the CLI's syntax."""
+    knee = derive.knee("llama70b")
+    ceiling = knee.results["max_batch_by_memory"].magnitude
+    assert len(knee.curve("throughput_floor", "batch", [1, ceiling])) == 2
+    with pytest.raises(derive.DeriveError, match="does not fit"):
+        knee.curve("throughput_floor", "batch", [ceiling + 1])
+    assert len(knee.curve("throughput_floor", "batch", [ceiling + 1], past_memory=True)) == 1
+    with pytest.raises(derive.DeriveError, match=r"derive\.formulas\(\)"):
+        knee.curve("no_such_quantity", "batch", [1])
