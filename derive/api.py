@@ -155,7 +155,8 @@ class Derivation:
         values = self.sheet.values
         if variable in (sym.B, sym.S) and not past_memory and all(s in values for s in (sym.M, sym.W, sym.B, sym.S)):
             library = model_library(self.setup.model)
-            for x in xs.ravel():
+            x = float(xs.max()) if xs.size else 0.0  # what a sequence holds grows with both: the largest decides
+            if xs.size:
                 batch, context = (x, values[sym.S]) if variable is sym.B else (values[sym.B], x)
                 if held_per_accelerator(values, library, int(batch), int(context)) > values[sym.M]:
                     raise DeriveError(
@@ -1139,15 +1140,16 @@ def _kind(function: str, keyword: str) -> tuple[str, str, str]:
 def _strict(function: Callable[..., Any]) -> Callable[..., Any]:
     """`function` with every argument's Python type checked first: a wrong one is a DeriveError naming it."""
     import functools
-    import inspect
 
-    signature = inspect.signature(function)
     name = function.__name__
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
+        import inspect
+
         from derive.core import validate
 
+        signature = inspect.signature(function)  # here, not at import: `import derive` stays quick
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError as error:

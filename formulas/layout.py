@@ -15,6 +15,8 @@ Tensor parallelism cannot split a cache past its KV heads: s_kv = min(n, n_kv) s
 latent cache (MLA) is whole on every accelerator (vLLM, SGLang), hence attention data parallelism.
 """
 
+import functools
+
 import sympy
 
 from derive.core.library import Formula, formula
@@ -407,30 +409,45 @@ layout_energy_per_token = formula(
 # the step's floor, which here also counts the collectives at full link speed (tests/test_one_step.py holds both
 # to the plan's step). They are checked like every formula, but not registered: the plain ones keep the names.
 _ON = "On a layout (formulas/layout.py): "
-ROOFLINE_ON_LAYOUT = (
-    Formula(t_mem, pp.symbol * t_mg.symbol, _ON + "each of the p slots of a step reads one accelerator's share."),
-    Formula(t_comp, pp.symbol * t_cg.symbol, _ON + "each of the p slots of a step computes one accelerator's share."),
-    Formula(t_step, tpot_f.symbol, _ON + "the layout's decode step floor: its p slots and the sends between them."),
-    Formula(R, B_L.symbol * tau.symbol / t_step.symbol, _ON + "the copy's B_L sequences each gain tau a step."),
-    Formula(B_max, B_mL.symbol, _ON + "the largest micro-batch memory holds (B is one micro-batch)."),
-    Formula(
-        rf.M_g, W_g.symbol + K_gs.symbol, _ON + "each accelerator's weights and its share of every micro-batch's cache."
-    ),
-    Formula(en.E_step, P_acc.symbol * N_L.symbol * t_step.symbol, _ON + "all N_L accelerators at TDP for the step."),
-    Formula(en.e_tok, en.E_step.symbol / (B_L.symbol * tau.symbol), _ON + "the step's energy over the copy's tokens."),
-    Formula(
-        cl.R_mem, B_L.symbol * tau.symbol / t_mem.symbol, _ON + "the copy's tokens while the step is bandwidth-bound."
-    ),
-    Formula(ut.D_gpu, BW.symbol * t_mem.symbol, _ON + "the bytes of one accelerator's p slots."),
-    Formula(ut.F_step, B_L.symbol * tau.symbol * (F.symbol + F_att.symbol), _ON + "the copy's tokens a step."),
-    Formula(
-        ut.U_mf,
-        ut.F_step.symbol / (ut.t_meas.symbol * N_L.symbol * P.symbol),
-        _ON + "model FLOPs over the N_L accelerators' peak for the measured time (PaLM, appendix B).",
-    ),
-    Formula(
-        ut.U_hf,
-        (1 + ut.f_rc.symbol) * ut.F_step.symbol / (ut.t_meas.symbol * N_L.symbol * P.symbol),
-        _ON + "executed FLOPs over the N_L accelerators' peak for the measured time (PaLM, appendix B).",
-    ),
-)
+
+
+@functools.cache
+def roofline_on_layout() -> tuple[Formula, ...]:
+    """The layout forms, built (and unit-checked) the first time a command runs on a layout."""
+    return (
+        Formula(t_mem, pp.symbol * t_mg.symbol, _ON + "each of the p slots of a step reads one accelerator's share."),
+        Formula(
+            t_comp, pp.symbol * t_cg.symbol, _ON + "each of the p slots of a step computes one accelerator's share."
+        ),
+        Formula(t_step, tpot_f.symbol, _ON + "the layout's decode step floor: its p slots and the sends between them."),
+        Formula(R, B_L.symbol * tau.symbol / t_step.symbol, _ON + "the copy's B_L sequences each gain tau a step."),
+        Formula(B_max, B_mL.symbol, _ON + "the largest micro-batch memory holds (B is one micro-batch)."),
+        Formula(
+            rf.M_g,
+            W_g.symbol + K_gs.symbol,
+            _ON + "each accelerator's weights and its share of every micro-batch's cache.",
+        ),
+        Formula(
+            en.E_step, P_acc.symbol * N_L.symbol * t_step.symbol, _ON + "all N_L accelerators at TDP for the step."
+        ),
+        Formula(
+            en.e_tok, en.E_step.symbol / (B_L.symbol * tau.symbol), _ON + "the step's energy over the copy's tokens."
+        ),
+        Formula(
+            cl.R_mem,
+            B_L.symbol * tau.symbol / t_mem.symbol,
+            _ON + "the copy's tokens while the step is bandwidth-bound.",
+        ),
+        Formula(ut.D_gpu, BW.symbol * t_mem.symbol, _ON + "the bytes of one accelerator's p slots."),
+        Formula(ut.F_step, B_L.symbol * tau.symbol * (F.symbol + F_att.symbol), _ON + "the copy's tokens a step."),
+        Formula(
+            ut.U_mf,
+            ut.F_step.symbol / (ut.t_meas.symbol * N_L.symbol * P.symbol),
+            _ON + "model FLOPs over the N_L accelerators' peak for the measured time (PaLM, appendix B).",
+        ),
+        Formula(
+            ut.U_hf,
+            (1 + ut.f_rc.symbol) * ut.F_step.symbol / (ut.t_meas.symbol * N_L.symbol * P.symbol),
+            _ON + "executed FLOPs over the N_L accelerators' peak for the measured time (PaLM, appendix B).",
+        ),
+    )

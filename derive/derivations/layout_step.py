@@ -56,7 +56,7 @@ def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> N
     """The layout's degrees, KV shards, all-to-all layers and links as givens (formulas/layout.py's inputs), and
     the layout forms of the roofline's quantities in the work's library."""
     model = setup.model
-    work.library = work.library.extended(lay.ROOFLINE_ON_LAYOUT)
+    work.library = work.library.extended(lay.roofline_on_layout())
     work.heading(f"The layout ({system.title})")
     s = shape(model)
     work.given(sym.n, layout.tp, "tensor parallel, inside the NVLink domain")
