@@ -43,10 +43,11 @@ def test_every_question_has_a_short_answer_and_numbers():
 
 
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed (.ci/run installs it)")
-def test_every_sheet_compiles(fresh, tmp_path):
-    """Each answer's own .tex (the book, which holds them all, compiles in the test below)."""
+def test_sheets_compile_on_their_own(fresh, tmp_path):
+    """Every fifth answer's own .tex, standalone (the book, which holds every answer's text, compiles in the test
+    below with the same overfull-box check: this holds the standalone preamble)."""
     shutil.copytree(fresh, tmp_path / "tex")
-    for tex in sorted(t for t in (tmp_path / "tex").glob("*.tex") if t.name != "book.tex"):
+    for tex in sorted(t for t in (tmp_path / "tex").glob("*.tex") if t.name != "book.tex")[::5]:
         result = subprocess.run(
             ["pdflatex", "-halt-on-error", "-interaction=nonstopmode", tex.name],
             cwd=tex.parent,
