@@ -1143,19 +1143,22 @@ def _strict(function: Callable[..., Any]) -> Callable[..., Any]:
 
     name = function.__name__
 
-    @functools.wraps(function)
-    def checked(*args: Any, **kwargs: Any) -> Any:
+    @functools.cache
+    def signature() -> Any:  # read at the first call, not at import: `import derive` stays quick
         import inspect
 
+        return inspect.signature(function)
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
         from derive.core import validate
 
-        signature = inspect.signature(function)  # here, not at import: `import derive` stays quick
         try:
-            bound = signature.bind(*args, **kwargs)
+            bound = signature().bind(*args, **kwargs)
         except TypeError as error:
             raise DeriveError(f"derive.{name}: {error}", f"See help(derive.{name})") from None
         for keyword, value in bound.arguments.items():
-            parameter = signature.parameters[keyword]
+            parameter = signature().parameters[keyword]
             if parameter.kind is parameter.VAR_KEYWORD:  # derive.gpu's figures; an answer's own inputs
                 for key, item in value.items():
                     kind, example, choices = _kind(name, key)

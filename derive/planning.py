@@ -123,11 +123,11 @@ def compile_plan(model: Model, gpu: Gpu, dtype: str, targets: Targets, floor: bo
     fit are arguments, a few hundred ms a compile) and bound to this accelerator's numbers."""
     from derive.sweeps import predictor_inputs
 
-    values, library = predictor_inputs(model, gpu, dtype)
     own = accelerator_values(gpu, dtype)
     figures = tuple(sorted(own, key=lambda s: s.key))
     key = (id(model), dtype, targets, floor, tuple(s.key for s in figures))
-    if key not in _COMPILED:
+    if key not in _COMPILED:  # the model's values only where it is compiled
+        values, library = predictor_inputs(model, gpu, dtype)
         _COMPILED[key] = (model, _compile(values, library, figures, targets, floor))
     compiled = _COMPILED[key][1]
     numbers = [float(own[s]) for s in figures]
