@@ -1,9 +1,9 @@
 """The project's one unit registry, and quantity parsing and formatting.
 
 Values inside derive are exact SymPy numbers in coherent base units (byte,
-second, FLOP, token, sequence, parameter, joule). pint is used at the edges:
-to read a quantity a user typed, to check dimensions, and to print a value
-with a sensible prefix.
+second, FLOP, token, sequence, parameter, joule). Units are read, checked and
+printed by derive.core.unit_system over formulas/units.txt; pint, built from the
+same file, is imported only to hand the API's results over as pint quantities.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from importlib.resources import files
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import sympy
 
 from derive.core.errors import UnitError
+from derive.core.unit_system import DIMENSIONLESS, Unit, UnitSyntaxError, compact, parse
 
 if TYPE_CHECKING:
     import pint
@@ -28,7 +29,7 @@ _NUMBER = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*
 
 @lru_cache(maxsize=1)
 def registry() -> pint.UnitRegistry:
-    """The registry, built once from formulas/units.txt (pint is imported here, lazily)."""
+    """pint's registry over formulas/units.txt, for the API's quantities (pint is imported here, lazily)."""
     import pint
 
     path = files("formulas").joinpath("units.txt")
@@ -36,30 +37,29 @@ def registry() -> pint.UnitRegistry:
 
 
 @lru_cache(maxsize=512)
-def unit(text: str) -> pint.Unit:
+def unit(text: str) -> Unit:
     """Parse a unit expression such as 'byte/token' ('' is dimensionless)."""
-    reg = registry()
-    if not text.strip():
-        return reg.dimensionless
     try:
-        return reg.Unit(_FLOPS_RATE.sub("FLOP/s", text))
-    except Exception as exc:  # pint raises several types for bad text
+        return parse(_FLOPS_RATE.sub("FLOP/s", text))
+    except (UnitSyntaxError, RecursionError) as exc:
         raise UnitError(f"unknown unit '{text}'", _known_units_hint()) from exc
 
 
 @lru_cache(maxsize=512)
 def to_base_factor(text: str) -> sympy.Rational:
     """The exact factor that converts a value in `text` units to base units."""
-    magnitude = registry().Quantity(1, unit(text)).to_base_units().magnitude
-    # repr() is the shortest decimal that round-trips, so 1e-3 becomes exactly 1/1000.
-    return sympy.Rational(repr(float(magnitude)))
+    factor = unit(text).factor
+    # A whole power's factor is exact; repr() of a fractional power's is the shortest decimal that round-trips.
+    if isinstance(factor, float):
+        return sympy.Rational(repr(factor))
+    return sympy.Rational(factor.numerator, factor.denominator)
 
 
 @lru_cache(maxsize=512)
 def base_unit_text(text: str) -> str:
     """The coherent base unit of `text`, as JSON output names it ('byte/second')."""
-    base = registry().Quantity(1, unit(text)).to_base_units().units
-    return format(base, "C") if base != registry().dimensionless else ""
+    base = unit(text).base()
+    return format(base, "C") if base != DIMENSIONLESS else ""
 
 
 def same_dimension(a: str, b: str) -> bool:
@@ -111,18 +111,17 @@ def format_quantity(value: object, unit_text: str, digits: int = 4) -> str:
         # A whole pure number (a config's 28,672 or 128,256) prints exactly: a rounded shape makes the
         # substitution's arithmetic false on its face.
         return _format_count(number, bool(exact.is_integer), digits)
-    reg = registry()
-    quantity: Any = reg.Quantity(number, unit(unit_text))
+    magnitude, units_of = number, unit(unit_text)
     # Prefixes for bytes, FLOPs, joules and watts above 1, and for seconds below 1 (ms, µs): never 'mFLOP/B'.
     leading = _leading(unit_text)
     if _prefixable(unit_text) and number != 0 and (abs(number) >= 1) != (leading == "second"):
-        quantity = quantity.to_compact()
-    units = _plural(format(quantity.units, "~P"), number)
+        magnitude, units_of = compact(number, units_of)
+    units = _plural(format(units_of, "~P"), number)
     if units.startswith("1/"):
         units = "per " + units[2:]
     if not _prefixable(unit_text):
         return f"{_format_count(number, exact.is_integer, digits)} {units}"
-    return f"{_format_number(float(quantity.magnitude), digits)} {units}"
+    return f"{_format_number(float(magnitude), digits)} {units}"
 
 
 def _format_count(number: float, whole: bool, digits: int) -> str:
@@ -180,10 +179,10 @@ _DIMENSION_NAMES = {
 }
 
 
-def _dimension_words(u: pint.Unit) -> str:
+def _dimension_words(u: Unit) -> str:
     if not u.dimensionality:
         return "a plain number"
-    base = format(registry().Quantity(1, u).to_base_units().units, "C")
+    base = format(u.base(), "C")
     for key, name in _DIMENSION_NAMES.items():
         if unit(key).dimensionality == u.dimensionality:
             return f"{name} ({base})"
