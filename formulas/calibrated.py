@@ -12,7 +12,7 @@ the floor. The fitted values per accelerator are in formulas/calibration.json
 
 import sympy
 
-from derive.core.library import formula
+from derive.core.library import formula, larger
 from derive.core.symbols import Sym, alias, define
 from formulas.collectives import over_link, ring_allreduce
 from formulas.flops import F_att
@@ -204,7 +204,7 @@ def _elementwise(tokens: sympy.Expr) -> sympy.Expr:
 
 def _narrow(width: Sym, expert_bytes: Sym, tokens: sympy.Expr) -> sympy.Expr:
     """The extra w_0/w_x of the routed experts' roofline time (streaming or computing, whichever is longer)."""
-    roofline = sympy.Max(expert_bytes.symbol / (n.symbol * BW.symbol), tokens * F_x.symbol / (n.symbol * P.symbol))
+    roofline = larger(expert_bytes.symbol / (n.symbol * BW.symbol), tokens * F_x.symbol / (n.symbol * P.symbol))
     return width.symbol / w_x.symbol * roofline
 
 
@@ -277,8 +277,8 @@ calibrated_step_time = formula(
     t_fix.symbol
     + t_ar.symbol
     + t_N.symbol
-    + sympy.Max(t_W.symbol, t_G.symbol)
-    + sympy.Max(t_K.symbol, t_A.symbol)
+    + larger(t_W.symbol, t_G.symbol)
+    + larger(t_K.symbol, t_A.symbol)
     + t_ew.symbol,
     "Kernels run one after another: the GEMMs take the longer of streaming and computing, attention the longer "
     "of reading the cache and computing, and the all-reduces sit between them on the critical path.",
@@ -319,8 +319,8 @@ calibrated_ttft = formula(
     t_fixp.symbol
     + t_arp.symbol
     + t_Np.symbol
-    + sympy.Max(t_Wp.symbol, t_Gp.symbol)
-    + sympy.Max(t_Kp.symbol, t_Ap.symbol)
+    + larger(t_Wp.symbol, t_Gp.symbol)
+    + larger(t_Kp.symbol, t_Ap.symbol)
     + t_ewp.symbol,
     "The prompt pass is one step over B·S_p tokens, its kernels one after another.",
 )

@@ -19,7 +19,7 @@ import functools
 
 import sympy
 
-from derive.core.library import Formula, formula
+from derive.core.library import Formula, formula, larger
 from derive.core.symbols import Sym, define
 from formulas import calibrated as cal
 from formulas import claim as cl
@@ -189,14 +189,14 @@ def _calibrated_slot(
     stage = L.symbol / pp.symbol
     allreduces = (cal.m_ar.symbol * L.symbol - L_a.symbol) / pp.symbol
     sent = exchange(ep.symbol, k_e.symbol * activations.symbol / n.symbol)
-    experts = sympy.Max(_per(routed.symbol, n, dp, pp) / BW.symbol, _per(tokens * cal.F_x.symbol, n, dp, pp) / P.symbol)
+    experts = larger(_per(routed.symbol, n, dp, pp) / BW.symbol, _per(tokens * cal.F_x.symbol, n, dp, pp) / P.symbol)
     return (
         stage * fixed.symbol
         + allreduces * over_link(ring_allreduce(n.symbol, activations.symbol), n.symbol, *link, BW_tp)
         + 2 * L_a.symbol / pp.symbol * over_link(sent, ep.symbol, alpha_a2a, eta_a2a, BW_ep)
         + narrow.symbol / w_L.symbol * experts
-        + sympy.Max(weights.symbol / (cal.eta_w.symbol * BW.symbol), flops.symbol / (gemm.symbol * P.symbol))
-        + sympy.Max(cache.symbol / (cal.eta_kv.symbol * BW.symbol), attention.symbol / (cal.eta_a.symbol * P.symbol))
+        + larger(weights.symbol / (cal.eta_w.symbol * BW.symbol), flops.symbol / (gemm.symbol * P.symbol))
+        + larger(cache.symbol / (cal.eta_kv.symbol * BW.symbol), attention.symbol / (cal.eta_a.symbol * P.symbol))
         + 2 * stage * cal.m_ew.symbol * activations.symbol / BW.symbol
     )
 
@@ -217,7 +217,7 @@ kv_bytes_held_per_accelerator = formula(
 )
 layout_max_micro_batch = formula(
     B_mL,
-    sympy.Max(sympy.floor((M.symbol - W_g.symbol) * dp.symbol * s_kv.symbol / kv_seq.symbol), 0),
+    larger(sympy.floor((M.symbol - W_g.symbol) * dp.symbol * s_kv.symbol / kv_seq.symbol), 0),
     "Each accelerator keeps W_g of weights and, for every one of the p micro-batches, its rank's B/d sequences' "
     "cache for its stage's L/p layers over s_kv shards: B·K_seq/(d·s_kv) a micro-batch; what is left of M holds "
     "this many (tensor parallelism alone: formulas/roofline.py's max_batch_by_memory).",
@@ -286,7 +286,7 @@ layout_link_time = formula(
 )
 layout_slot_floor = formula(
     t_sf,
-    sympy.Max(t_mg.symbol, t_cg.symbol, t_lk.symbol),
+    larger(t_mg.symbol, t_cg.symbol, t_lk.symbol),
     "Roofline over one accelerator's share: its bytes at full bandwidth, its FLOPs at peak, its collectives at "
     "full link speed, whichever is slowest (Williams et al. 2009); each bound holds, so their maximum does.",
 )
@@ -340,7 +340,7 @@ prefill_activation_bytes = formula(
 )
 layout_ttft_floor = formula(
     ttft_f,
-    pp.symbol * sympy.Max((W_pg.symbol + K_pg.symbol) / BW.symbol, (F_pg.symbol + A_pg.symbol) / P.symbol)
+    pp.symbol * larger((W_pg.symbol + K_pg.symbol) / BW.symbol, (F_pg.symbol + A_pg.symbol) / P.symbol)
     + (pp.symbol - 1) * X_p.symbol / (n.symbol * BW_pp.symbol),
     "The prompts pass through every stage in turn, each at the roofline of one accelerator's share.",
 )

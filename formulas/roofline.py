@@ -8,7 +8,7 @@ A step reads W_read, not W: what it multiplies through (formulas/reads.py).
 
 import sympy
 
-from derive.core.library import formula
+from derive.core.library import formula, larger
 from derive.core.symbols import define
 from formulas.flops import F_att
 from formulas.notation import BW, B, B_max, F, M, P, R, W, h_kv, kv_seq, kv_total, n, s_kv, t_comp, t_mem, t_step, tau
@@ -37,7 +37,7 @@ compute_time = formula(
 
 step_time = formula(
     t_step,
-    sympy.Max(t_mem.symbol, t_comp.symbol),
+    larger(t_mem.symbol, t_comp.symbol),
     "Roofline: a step takes as long as the slower of memory and compute (Williams et al. 2009).",
 )
 
@@ -59,7 +59,7 @@ memory_per_accelerator = formula(
 
 max_batch_by_memory = formula(
     B_max,
-    sympy.Max(sympy.floor((M.symbol - W.symbol / n.symbol) * s_kv.symbol / kv_seq.symbol), 0),
+    larger(sympy.floor((M.symbol - W.symbol / n.symbol) * s_kv.symbol / kv_seq.symbol), 0),
     "One accelerator's memory left after its share of the weights, divided by its shard of one sequence's cache; "
     "none where the weights alone do not fit.",
 )

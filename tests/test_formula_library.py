@@ -213,3 +213,15 @@ def test_solve_with_a_quantity_on_one_side(run):
     assert out["batch"]["value"] == pytest.approx((0.020 * 4 * 3.35e12 - matrices) / per_sequence)
     left = results(run, "solve", "20 ms = tpot_floor", "--for", "batch", "--model", "llama3-70b", "--tp", "4")
     assert left["batch"]["value"] == pytest.approx(out["batch"]["value"])
+
+
+def test_maxima_built_without_evaluation_are_sympys_own():
+    """derive.core.library.larger skips sympy.Max's dominance search; rebuilt with it, every Max is the same."""
+    import formulas
+    from derive.core.library import larger
+
+    maxima = [m for f in formulas.library() for m in f.expr.atoms(sympy.Max)]
+    assert len(maxima) >= 13
+    for m in maxima:
+        assert sympy.Max(*m.args) == m
+        assert larger(*m.args) == m

@@ -131,3 +131,13 @@ LIBRARY = Library()
 def formula(defines: Sym, expr: sympy.Expr, source: str) -> Formula:
     """Define, check and register a library formula (the formulas/ modules use this)."""
     return LIBRARY.add(Formula(defines, sympy.sympify(expr), source))
+
+
+def larger(*terms: sympy.Expr) -> sympy.Expr:
+    """Max of terms no one of which bounds the others (a roofline's two sides), built without SymPy's search.
+
+    sympy.Max compares every pair of its arguments under the symbols' assumptions to drop the dominated ones:
+    most of a formula module's import time. The formulas' terms never dominate one another (memory time against
+    compute time), so the result is the same Max; tests/test_formula_library.py rebuilds each one to show it.
+    """
+    return sympy.Max(*terms, evaluate=False)
