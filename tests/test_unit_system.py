@@ -95,3 +95,10 @@ def test_printed_values():
     assert format_quantity(sympy.Rational(2387, 100000), "second") == "23.87 ms"
     assert format_quantity(sympy.Integer(3 * 10**15), "FLOP/second") == "3 PFLOP/s"
     assert format_quantity(2.5e-7, "second/sequence") == "250 ns/sequence"
+
+
+@pytest.mark.parametrize("text", ["1/0", "B/0.0", "1/(0*B)", "B**1e400", "10**999999999", "(B", "B)", "**", "0 B"])
+def test_unreadable_units_are_unit_errors(text):
+    """Found by the fuzz test ('1/0' divided by zero); a huge power would never finish."""
+    with pytest.raises(UnitError, match="unknown unit"):
+        unit(text)

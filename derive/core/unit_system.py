@@ -57,6 +57,8 @@ def _add(into: dict[str, Exponent], items: tuple[tuple[str, Exponent], ...], tim
             into.pop(key, None)
 
 
+_LARGEST_POWER = 64  # a unit's power; a bigger one is a typo, and 10**(10**9) would not finish
+
 _TOKEN = re.compile(
     r"\s*(?:(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(?P<name>[^\W\d]\w*)|(?P<op>\*\*|[-*/^()%]))"
 )
@@ -104,6 +106,8 @@ class _Parser:
             elif token[0] == "op" and token[1] != "(":
                 raise UnitSyntaxError(token[1])
             other_scale, other = self.power()
+            if divide and other_scale == 0:
+                raise UnitSyntaxError("a division by zero")
             scale = scale / other_scale if divide else scale * other_scale
             _add(terms, tuple(other.items()), -1 if divide else 1)
         return scale, terms
@@ -119,6 +123,8 @@ class _Parser:
             if kind != "number":
                 raise UnitSyntaxError(text)
             exponent: Exponent = sign * (int(text) if text.isdigit() else float(text))
+            if not abs(exponent) <= _LARGEST_POWER:  # also nan and inf ('B**1e400')
+                raise UnitSyntaxError(f"a power of {text}")
             scale = scale**exponent if isinstance(exponent, int) else float(scale) ** exponent
             terms = {key: value * exponent for key, value in terms.items()}
         return scale, terms
