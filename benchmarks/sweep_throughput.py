@@ -18,6 +18,7 @@ the command line (`derive sweep ... --out`), timed from the process start. Targe
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -157,6 +158,9 @@ def scalar_reference(count: int = 20_000) -> float:
 
 
 def main() -> None:
+    # Bytecode as Python writes it by default, so a warm-up run caches it as a user's first run does: a shell
+    # with PYTHONDONTWRITEBYTECODE set (this sandbox has it) recompiles derive's modules on every run.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         print(json.dumps(child(int(sys.argv[2]))))
         return

@@ -9,10 +9,11 @@ Every number in it is computed; the prose only names where each one goes.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -175,14 +176,53 @@ def write_all(out: Path, progress: Callable[[str], None] = lambda _: None) -> li
     from derive.sheet_render import render_book
 
     make_folder(output_folder(out))  # before any question runs: an unwritable folder fails first
-    answers = []
-    for qid in questions():
+    answers, written = [], []
+    for qid, (item, files) in zip(questions(), _each_question(list(questions()), out), strict=True):
         progress(qid)
-        answers.append(answer(qid))
-    written: list[Path] = []
-    for item in answers:
-        written += write(item, out)
+        answers.append(item)
+        written += files
     book = out / "book.tex"
     with atomic(book) as stream:
         stream.write(render_book(answers))  # type: ignore[attr-defined]
     return written + [book]
+
+
+def _write_question(qid: str, out: Path) -> tuple[Answer, list[Path]]:
+    """One question answered and written; the answer comes back without its drawing code (which need not pickle)."""
+    item = answer(qid)
+    files = write(item, out)
+    drawn = [Figure(figure.name, figure.caption, None) for figure in item.figures]
+    return dataclasses.replace(item, figures=drawn), files
+
+
+# What forked workers inherit: the questions' ids and the folder (a worker gets an index).
+_PENDING: list[tuple[str, Path]] = []
+
+
+def _each_question(ids: list[str], out: Path) -> Iterator[tuple[Answer, list[Path]]]:
+    """Each question written, in order: in forked workers where the platform forks and has cores to spare (the
+    questions are independent, and their figures, matplotlib's layout and text, are most of `derive sheets`)."""
+    import multiprocessing
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if cores < 2 or len(ids) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        for qid in ids:
+            yield _write_question(qid, out)
+        return
+    import formulas
+    from derive.figures import pyplot
+
+    formulas.library()  # the library defined and matplotlib imported once, before the fork
+    pyplot()
+    yield _write_question(ids[0], out)  # the first here: the caches it fills (models, compiles) are inherited
+    _PENDING[:] = [(qid, out) for qid in ids[1:]]
+    try:
+        with multiprocessing.get_context("fork").Pool(min(cores, 8)) as pool:
+            yield from pool.imap(_write_pending, range(len(ids) - 1))
+    finally:
+        _PENDING.clear()
+
+
+def _write_pending(index: int) -> tuple[Answer, list[Path]]:
+    return _write_question(*_PENDING[index])

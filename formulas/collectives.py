@@ -13,7 +13,7 @@ A group of one sends nothing and waits for nothing (Min(g - 1, 1) = 0).
 
 import sympy
 
-from derive.core.library import formula
+from derive.core.library import formula, smaller
 from derive.core.symbols import Sym, define
 
 g_c = define("group_size", "g_c", "", r"g", "accelerators taking part in one collective")
@@ -42,7 +42,7 @@ def exchange(group: sympy.Expr, data: sympy.Expr) -> sympy.Expr:
 
 def over_link(sent: sympy.Expr, group: sympy.Expr, latency: Sym, efficiency: Sym, link: Sym) -> sympy.Expr:
     """Time of one collective: a latency plus the bytes at a share of the link; nothing in a group of one."""
-    return sympy.Min(group - 1, 1) * (latency.symbol + sent / (efficiency.symbol * link.symbol))
+    return smaller(group - 1, 1) * (latency.symbol + sent / (efficiency.symbol * link.symbol))
 
 
 allreduce_sent_bytes = formula(

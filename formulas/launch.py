@@ -7,9 +7,7 @@ per-node gap. For the same reason the launches fusion removes shorten a step onl
 launching, not the GPU's work, is the longer of the two.
 """
 
-import sympy
-
-from derive.core.library import formula
+from derive.core.library import formula, larger
 from derive.core.symbols import define
 from formulas.fusion import t_fus, t_l, t_ls, t_unf
 from formulas.notation import L, k_l, t_step
@@ -59,12 +57,12 @@ graph_launch_time = formula(
 
 eager_step_time = formula(
     t_se,
-    sympy.Max(t_step.symbol, t_eag.symbol),
+    larger(t_step.symbol, t_eag.symbol),
     "Launches are asynchronous: the CPU runs ahead, so the step is bound by the slower of the two.",
 )
 
 graph_step_time = formula(
-    t_sg, sympy.Max(t_step.symbol, t_gra.symbol), "The same step with the launches replayed from one graph."
+    t_sg, larger(t_step.symbol, t_gra.symbol), "The same step with the launches replayed from one graph."
 )
 
 graph_saving = formula(t_gs, t_se.symbol - t_sg.symbol, "Eager step time minus graph step time.")
@@ -94,13 +92,13 @@ t_fss = define("fusion_step_saving", "t_fss", "second", r"t_{step,saved}", "time
 
 unfused_eager_step_time = formula(
     t_su,
-    sympy.Max(t_gw.symbol + t_unf.symbol, t_eag.symbol),
+    larger(t_gw.symbol + t_unf.symbol, t_eag.symbol),
     "Launches are asynchronous: the GPU's kernels, chain included, run behind the CPU's launching, and the step "
     "takes the longer of the two.",
 )
 fused_eager_step_time = formula(
     t_sf,
-    sympy.Max(t_gw.symbol + t_fus.symbol, t_eag.symbol - t_ls.symbol),
+    larger(t_gw.symbol + t_fus.symbol, t_eag.symbol - t_ls.symbol),
     "Fused, the chain moves fewer bytes and the CPU launches fewer kernels; still the longer of the two.",
 )
 fusion_step_saving = formula(

@@ -3,9 +3,7 @@
 Efficiencies default to 1: the predictions are floors, and a real server is slower.
 """
 
-import sympy
-
-from derive.core.library import formula
+from derive.core.library import formula, larger
 from derive.core.symbols import define
 from formulas.notation import BW, B, F, F_pre, K_pr, P, S_o, S_p, a, k, n, s_kv, t_step, tau
 from formulas.reads import W_pre
@@ -59,7 +57,7 @@ prefill_compute_time = formula(
     "Every prompt token goes through the weights and attends causally to the tokens before it.",
 )
 
-time_to_first_token = formula(ttft, sympy.Max(t_pm.symbol, t_pc.symbol), "Roofline of the prompt pass.")
+time_to_first_token = formula(ttft, larger(t_pm.symbol, t_pc.symbol), "Roofline of the prompt pass.")
 
 time_per_output_token = formula(
     tpot,

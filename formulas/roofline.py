@@ -8,7 +8,7 @@ A step reads W_read, not W: what it multiplies through (formulas/reads.py).
 
 import sympy
 
-from derive.core.library import formula, larger
+from derive.core.library import formula, larger, smaller
 from derive.core.symbols import define
 from formulas.flops import F_att
 from formulas.notation import BW, B, B_max, F, M, P, R, W, h_kv, kv_seq, kv_total, n, s_kv, t_comp, t_mem, t_step, tau
@@ -16,7 +16,7 @@ from formulas.reads import W_read
 
 kv_shards = formula(
     s_kv,
-    sympy.Min(n.symbol, h_kv.symbol),
+    smaller(n.symbol, h_kv.symbol),
     "Tensor parallelism gives each accelerator whole KV heads: past h_kv of them the heads are copied, and a latent "
     "cache has none to split (vLLM's and SGLang's attention backends).",
 )

@@ -1,8 +1,6 @@
 """Placing an operation on the roofline: the FLOP/s it can attain at its arithmetic intensity."""
 
-import sympy
-
-from derive.core.library import formula
+from derive.core.library import formula, smaller
 from derive.core.symbols import define
 from formulas.intensity import I_w
 from formulas.notation import BW, P
@@ -17,7 +15,7 @@ P_att = define(
 
 attainable_flops = formula(
     P_att,
-    sympy.Min(P.symbol, I_w.symbol * BW.symbol),
+    smaller(P.symbol, I_w.symbol * BW.symbol),
     "Roofline model: attainable performance is min(peak, intensity x bandwidth) (Williams, Waterman and "
     "Patterson 2009, 'Roofline', CACM 52(4)).",
 )

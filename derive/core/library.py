@@ -139,5 +139,11 @@ def larger(*terms: sympy.Expr) -> sympy.Expr:
     sympy.Max compares every pair of its arguments under the symbols' assumptions to drop the dominated ones:
     most of a formula module's import time. The formulas' terms never dominate one another (memory time against
     compute time), so the result is the same Max; tests/test_formula_library.py rebuilds each one to show it.
+    Numbers alone are compared as usual.
     """
-    return sympy.Max(*terms, evaluate=False)
+    return sympy.Max(*terms, evaluate=all(sympy.sympify(t).is_number for t in terms))
+
+
+def smaller(*terms: sympy.Expr) -> sympy.Expr:
+    """Min of terms no one of which bounds the others, as `larger` builds a Max."""
+    return sympy.Min(*terms, evaluate=all(sympy.sympify(t).is_number for t in terms))

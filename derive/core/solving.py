@@ -103,7 +103,7 @@ def _closed(lhs, rhs, lhs_in, rhs_in, unknown, at) -> Solution:  # type: ignore[
 
 
 # Where a numeric root is looked for: a unknown between 2^-20 and 2^60 of its base unit.
-_BRACKET = tuple(sympy.Integer(2) ** e for e in range(-20, 61))
+_BRACKET = tuple(sympy.Rational(2**e) if e >= 0 else sympy.Rational(1, 2**-e) for e in range(-20, 61))  # not Pow: cheap
 
 
 def _numeric(

@@ -45,6 +45,11 @@ class Sym:
     def __str__(self) -> str:
         return self.name
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # Unpickled in another process (derive sheets' workers send their answers back), a symbol is that
+        # process's own, defined there if it was not yet: values are keyed by symbol, and printing looks symbols up.
+        return (define, (self.key, self.name, self.unit, self.latex, self.meaning, self.value))
+
 
 def define(key: str, name: str, unit_text: str, latex: str, meaning: str, value: object = None) -> Sym:
     """Create and register a symbol; its unit must be in base units so values stay coherent."""
