@@ -377,6 +377,27 @@ def _estimate_label(fit: Any) -> str:
     return f"calibrated ({fit.fitted_on}, {fit.fitted_precision} fit)"
 
 
+def _row_givens() -> tuple[Sym, ...]:
+    from formulas.energy import P_acc
+
+    return (sym.n, lay.pp, lay.dp, sym.B, sym.tau, sym.S_o, lay.tpot_s, P_acc, lay.lam, lay.price)
+
+
+_ROW_GIVENS = _row_givens()
+
+
+@functools.cache
+def _row_formulas() -> dict[Sym, Callable[..., Any]]:
+    """A row's reported quantities as functions of its layout, batch, step and targets: the library's formulas
+    inlined once, then evaluated exactly (SymPy numbers in, SymPy numbers out) for each of hundreds of rows."""
+    from derive.core.evaluation import evaluate
+
+    own = {s: s.symbol for s in _ROW_GIVENS}
+    quantities = (lay.N_L, lay.B_L, lay.Q_L, lay.R_gpu, lay.R_usr, lay.e_tok_L, lay.N_rate, lay.c_tok, lay.c_fleet)
+    arguments = [s.symbol for s in _ROW_GIVENS]
+    return {q: sympy.lambdify(arguments, evaluate(q.symbol, dict(own)), "sympy") for q in quantities}
+
+
 def _row(
     gpu: Gpu,
     layout: Layout,
@@ -389,10 +410,9 @@ def _row(
     binds: str,
 ) -> Row:
     """The reported quantities of one layout, from the library's formulas."""
-    from derive.core.evaluation import evaluate
     from formulas.energy import P_acc
 
-    given: dict[Sym, sympy.Expr] = {
+    given: dict[Sym, Any] = {
         sym.n: sympy.Integer(layout.tp),
         lay.pp: sympy.Integer(layout.pp),
         lay.dp: sympy.Integer(layout.dp),
@@ -401,35 +421,36 @@ def _row(
         sym.S_o: sympy.Integer(targets.output),
         lay.tpot_s: sympy.Float(tpot),
         P_acc: gpu.power,
+        lay.lam: targets.rate,
+        lay.price: price.per_second if price is not None else None,
     }
-    value = {
-        s: float(evaluate(s.symbol, given)) for s in (lay.N_L, lay.B_L, lay.Q_L, lay.R_gpu, lay.R_usr, lay.e_tok_L)
-    }
-    for_rate = None
-    if targets.rate is not None:
-        given[lay.lam] = targets.rate
-        for_rate = int(evaluate(lay.N_rate.symbol, given))
+    at = _row_formulas()
+
+    def value(quantity: Sym) -> sympy.Expr:
+        return at[quantity](*(given[s] for s in _ROW_GIVENS))
+
+    value_of = {s: float(value(s)) for s in (lay.N_L, lay.B_L, lay.Q_L, lay.R_gpu, lay.R_usr, lay.e_tok_L)}
+    for_rate = int(value(lay.N_rate)) if targets.rate is not None else None
     cost = fleet = None
     if price is not None:
-        given[lay.price] = price.per_second
-        cost = float(evaluate(lay.c_tok.symbol, given)) * 1e6
+        cost = float(value(lay.c_tok)) * 1e6
         if targets.rate is not None:
-            fleet = float(evaluate(lay.c_fleet.symbol, given)) * 1e6
+            fleet = float(value(lay.c_fleet)) * 1e6
     return Row(
         gpu=gpu.name,
         layout=layout,
         batch=batch,
-        sequences=int(value[lay.B_L]),
+        sequences=int(value_of[lay.B_L]),
         tpot=tpot,
         tpot_floor=tpot_floor,
         step=tpot,
         ttft=ttft,
-        capacity=value[lay.Q_L],
-        per_accelerator=value[lay.R_gpu],
-        per_user=value[lay.R_usr],
+        capacity=value_of[lay.Q_L],
+        per_accelerator=value_of[lay.R_gpu],
+        per_user=value_of[lay.R_usr],
         for_rate=for_rate,
         cost_per_million=cost,
-        joules_per_token=value[lay.e_tok_L],
+        joules_per_token=value_of[lay.e_tok_L],
         binds=binds,
         memory_batch=batch,
         fleet_cost_per_million=fleet,
