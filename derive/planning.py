@@ -55,14 +55,15 @@ class Row:
     tpot: float  # what a user sees: the decode step and its share of prompt passes
     tpot_floor: float
     step: float  # the decode step alone
-    ttft: float
-    capacity: float  # requests a second, one copy
+    ttft: float  # mean, at the copy's load: the prompt pass and the prompts queued ahead (formulas/queueing.py)
+    prompt_pass: float  # one request's prompt pass alone
+    capacity: float  # requests a second, one copy, within both targets
     per_accelerator: float  # output tokens a second
     per_user: float
     for_rate: int | None
     cost_per_million: float | None  # USD per million output tokens, one copy busy all the time
     joules_per_token: float
-    binds: str  # "TPOT", "memory" or "batch cap"
+    binds: str  # "TPOT", "TTFT", "memory" or "batch cap"
     memory_batch: int  # the largest micro-batch memory holds (the frontier's end)
     fleet_cost_per_million: float | None = None  # USD per million output tokens of the fleet serving --rate
 
@@ -77,6 +78,7 @@ class Row:
             "tpot_floor_s": self.tpot_floor,
             "decode_step_s": self.step,
             "ttft_s": self.ttft,
+            "prompt_pass_s": self.prompt_pass,
             "requests_per_s": self.capacity,
             "tokens_per_s_per_accelerator": self.per_accelerator,
             "tokens_per_s_per_user": self.per_user,
@@ -362,7 +364,8 @@ def search_gpu(
         if tpot > float(targets.tpot) * (1 + 1e-9):
             raise DeriveError(f"internal: the closed-form batch {b} misses the TPOT target on {layout}")
         floor_inputs = [*one[:-1], np.array([marginal_floor[i]])]
-        row = _row(gpu, layout, b, tpot, once(compiled.tpot_floor, floor_inputs), float(ttft[i]), targets, price, binds)
+        prompt = (float(ttft[i]), float(marginal[i]))
+        row = _row(gpu, layout, b, tpot, once(compiled.tpot_floor, floor_inputs), prompt, targets, price, binds)
         row.step = once(compiled.step)
         row.memory_batch = int(min(by_memory[i], max_batch))
         found.rows.append(row)
@@ -380,7 +383,7 @@ def _estimate_label(fit: Any) -> str:
 def _row_givens() -> tuple[Sym, ...]:
     from formulas.energy import P_acc
 
-    return (sym.n, lay.pp, lay.dp, sym.B, sym.tau, sym.S_o, lay.tpot_s, P_acc, lay.lam, lay.price)
+    return (sym.n, lay.pp, lay.dp, sym.B, sym.tau, sym.S_o, lay.tpot_s, P_acc, lay.lam, lay.price, lay.Q_T)
 
 
 _ROW_GIVENS = _row_givens()
@@ -393,9 +396,41 @@ def _row_formulas() -> dict[Sym, Callable[..., Any]]:
     from derive.core.evaluation import evaluate
 
     own = {s: s.symbol for s in _ROW_GIVENS}
-    quantities = (lay.N_L, lay.B_L, lay.Q_L, lay.R_gpu, lay.R_usr, lay.e_tok_L, lay.N_rate, lay.c_tok, lay.c_fleet)
+    quantities = (
+        lay.N_L,
+        lay.B_L,
+        lay.Q_L,
+        lay.Q_s,
+        lay.R_gpu,
+        lay.R_usr,
+        lay.e_tok_L,
+        lay.N_rate,
+        lay.c_tok,
+        lay.c_fleet,
+    )
     arguments = [s.symbol for s in _ROW_GIVENS]
     return {q: sympy.lambdify(arguments, evaluate(q.symbol, dict(own)), "sympy") for q in quantities}
+
+
+@functools.cache
+def _queue_formulas() -> dict[str, Callable[..., Any]]:
+    """formulas/queueing.py as float functions: "capacity" is Q_T, the closed form of TTFT_q = TTFT_max solved
+    for the copy's rate, of (TTFT_L, t_rq, d, TTFT_max); "ttft" is TTFT_q of (lambda_c, TTFT_L, t_rq, d)."""
+    import formulas
+    from derive.core.evaluation import evaluate
+    from derive.core.solving import solve
+    from formulas import queueing as qu
+
+    library = formulas.library()
+    capacity = solve(qu.ttft_q.symbol, qu.T_max.symbol, qu.lam_c, library).closed_form
+    inputs = (lay.ttft_c, lay.t_rq, lay.dp, qu.T_max, qu.lam_c)
+    own = {s: s.symbol for s in inputs}
+    return {
+        "capacity": sympy.lambdify([s.symbol for s in inputs[:4]], evaluate(capacity, dict(own), library), "math"),
+        "ttft": sympy.lambdify(
+            [s.symbol for s in (qu.lam_c, *inputs[:3])], evaluate(qu.ttft_q.symbol, dict(own), library), "math"
+        ),
+    }
 
 
 def _row(
@@ -404,14 +439,18 @@ def _row(
     batch: int,
     tpot: float,
     tpot_floor: float,
-    ttft: float,
+    prompt: tuple[float, float],
     targets: Targets,
     price: Price | None,
     binds: str,
 ) -> Row:
-    """The reported quantities of one layout, from the library's formulas."""
+    """The reported quantities of one layout, from the library's formulas: `prompt` is one request's prompt pass
+    and what one more prompt adds to a step (formulas/layout.py's TTFT_L and t_rq)."""
     from formulas.energy import P_acc
 
+    pass_alone, per_prompt = prompt
+    queue = _queue_formulas()
+    ttft_capacity = float(queue["capacity"](pass_alone, per_prompt, layout.dp, float(targets.ttft)))
     given: dict[Sym, Any] = {
         sym.n: sympy.Integer(layout.tp),
         lay.pp: sympy.Integer(layout.pp),
@@ -423,14 +462,21 @@ def _row(
         P_acc: gpu.power,
         lay.lam: targets.rate,
         lay.price: price.per_second if price is not None else None,
+        lay.Q_T: sympy.Float(ttft_capacity),
     }
     at = _row_formulas()
 
     def value(quantity: Sym) -> sympy.Expr:
         return at[quantity](*(given[s] for s in _ROW_GIVENS))
 
-    value_of = {s: float(value(s)) for s in (lay.N_L, lay.B_L, lay.Q_L, lay.R_gpu, lay.R_usr, lay.e_tok_L)}
+    value_of = {s: float(value(s)) for s in (lay.N_L, lay.B_L, lay.Q_L, lay.Q_s, lay.R_gpu, lay.R_usr, lay.e_tok_L)}
     for_rate = int(value(lay.N_rate)) if targets.rate is not None else None
+    if ttft_capacity < value_of[lay.Q_L]:
+        binds = "TTFT"
+    # A copy's load: busy at its served capacity, or the rate spread over the whole copies that serve it.
+    rate = targets.rate
+    load = value_of[lay.Q_s] if rate is None or for_rate is None else float(rate) / (for_rate / value_of[lay.N_L])
+    served_ttft = float(queue["ttft"](load, pass_alone, per_prompt, layout.dp))
     cost = fleet = None
     if price is not None:
         cost = float(value(lay.c_tok)) * 1e6
@@ -444,8 +490,9 @@ def _row(
         tpot=tpot,
         tpot_floor=tpot_floor,
         step=tpot,
-        ttft=ttft,
-        capacity=value_of[lay.Q_L],
+        ttft=served_ttft,
+        prompt_pass=pass_alone,
+        capacity=value_of[lay.Q_s],
         per_accelerator=value_of[lay.R_gpu],
         per_user=value_of[lay.R_usr],
         for_rate=for_rate,
@@ -491,7 +538,8 @@ def frontier(found: Search, targets: Targets, points: int = 48) -> tuple[np.ndar
     from derive.core.evaluation import inline
 
     assert found.compiled is not None
-    per_accelerator = inline(lay.R_gpu.symbol, lay.tpot_s)
+    # Along the batch a copy takes what its batch finishes (no TTFT cap: the frontier is the step's).
+    per_accelerator = inline(lay.R_gpu.symbol, lay.tpot_s).xreplace({lay.Q_T.symbol: sympy.oo})
     args = [sym.S_o, lay.tpot_s, lay.B_L, lay.N_L, sym.tau]
     rate = sympy.lambdify([a.symbol for a in args], per_accelerator, "numpy")
     users, accelerators = [], []
@@ -557,6 +605,7 @@ class Plan:
             "tpot_floor_s": "second",
             "decode_step_s": "second",
             "ttft_s": "second",
+            "prompt_pass_s": "second",
             "requests_per_s": "sequence/second",
             "tokens_per_s_per_accelerator": "token/second",
             "tokens_per_s_per_user": "token/second/sequence",
@@ -593,8 +642,10 @@ class Plan:
             out.append(f'no price for {", ".join(missing)}: pass --price "{missing[0]}=2.5 USD/h" for a cost')
         out.append(
             "TPOT is what a user sees on an aggregated server: the decode step plus its share of the prompt passes "
-            "interleaved with it (chunked prefill); TTFT is one prompt pass alone (no queueing); energy is every "
-            "accelerator at its TDP"
+            "interleaved with it (chunked prefill); TTFT is the mean a user sees at the copy's load (busy at its "
+            "capacity, or the rate over its copies): the prompt pass and an M/D/1 wait behind the prompts ahead "
+            "(formulas/queueing.py); where TTFT binds, a copy takes fewer requests than its batch could finish (its "
+            "batch and TPOT are then the most it runs at); energy is every accelerator at its TDP"
         )
         if self.defaults:
             out.append(f"defaults used: {', '.join(self.defaults)}")

@@ -36,6 +36,7 @@ MODULES = (
     "static_batching",
     "calibrated",
     "layout",
+    "queueing",
     "step_budget",
     "training",
 )

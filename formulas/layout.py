@@ -145,6 +145,16 @@ tpot_s = define(
 Q_L = define(
     "layout_capacity", "Q_L", "sequence/second", r"Q_{L}", "requests one copy of the layout completes a second"
 )
+Q_T = define(
+    "ttft_capacity",
+    "Q_T",
+    "sequence/second",
+    r"Q_{T}",
+    "requests a second one copy takes with its mean TTFT at the target",
+)
+Q_s = define(
+    "served_capacity", "Q_s", "sequence/second", r"Q_{s}", "requests a second one copy serves within both targets"
+)
 R_gpu = define("throughput_per_accelerator", "R_g", "token/second", r"R_{g}", "output tokens a second per accelerator")
 R_usr = define("tokens_per_user", "R_u", "token/second/sequence", r"R_{u}", "output tokens a second each user sees")
 lam = define("request_rate", "lambda_r", "sequence/second", r"\lambda", "requests a second to serve")
@@ -377,17 +387,17 @@ layout_capacity = formula(
     "B_L sequences each finish their S_o tokens in S_o/tau steps of TPOT_s.",
 )
 throughput_per_accelerator = formula(
-    R_gpu, Q_L.symbol * S_o.symbol / N_L.symbol, "Output tokens of the requests completed, per accelerator."
+    R_gpu, Q_s.symbol * S_o.symbol / N_L.symbol, "Output tokens of the requests completed, per accelerator."
 )
 tokens_per_user = formula(R_usr, tau.symbol / tpot_s.symbol, "Each sequence gains tau tokens a step.")
 accelerators_for_rate = formula(
     N_rate,
-    sympy.ceiling(lam.symbol / Q_L.symbol) * N_L.symbol,
+    sympy.ceiling(lam.symbol / Q_s.symbol) * N_L.symbol,
     "Whole copies of the layout, enough that their capacity covers the rate.",
 )
 cost_per_token = formula(
     c_tok,
-    N_L.symbol * price.symbol / (Q_L.symbol * S_o.symbol),
+    N_L.symbol * price.symbol / (Q_s.symbol * S_o.symbol),
     "The layout's rent divided by the output tokens it completes (busy all the time).",
 )
 fleet_cost_per_token = formula(
@@ -398,7 +408,7 @@ fleet_cost_per_token = formula(
 )
 layout_energy_per_token = formula(
     e_tok_L,
-    N_L.symbol * P_acc.symbol / (Q_L.symbol * S_o.symbol),
+    N_L.symbol * P_acc.symbol / (Q_s.symbol * S_o.symbol),
     "Every accelerator at its datasheet TDP, divided by the output tokens it completes: a ceiling on the energy.",
 )
 

@@ -85,7 +85,9 @@ def test_the_worked_sheet_of_the_pick_gives_the_table_row(model, tpot):
     )
     r = sheet.results
     assert float(r["tpot"].value) == pytest.approx(row.tpot, rel=1e-6)
-    assert float(r["ttft"].value) == pytest.approx(row.ttft, rel=1e-6)
+    assert float(r["ttft"].value) == pytest.approx(row.prompt_pass, rel=1e-6)
+    assert float(r["ttft_served"].value) == pytest.approx(row.ttft, rel=1e-6)
+    assert float(r["requests_per_second"].value) == pytest.approx(row.capacity, rel=1e-6)
     assert float(r["tokens_per_second_per_accelerator"].value) == pytest.approx(row.per_accelerator, rel=1e-6)
     assert int(r["accelerators_for_rate"].value) == row.for_rate
     assert float(r["cost_per_token"].value) * 1e6 == pytest.approx(row.cost_per_million, rel=1e-6)
@@ -163,3 +165,42 @@ def test_the_fleet_cost_is_the_rent_of_the_whole_copies_the_rate_needs():
         if r.layout == pick.layout
     ]
     assert exact[0].fleet_cost_per_million == pytest.approx(exact[0].cost_per_million, rel=1e-6)
+
+
+def test_queued_ttft_by_hand():
+    """formulas/queueing.py, one case by hand. A rank doing a prompt in t = 0.1 s, taking lambda = 6 requests a second
+    (d = 1): load rho = 0.6, M/D/1 wait rho·t/(2(1 - rho)) = 0.06/0.8 = 0.075 s; with a 0.15 s prompt pass, TTFT
+    0.225 s. For a 0.2 s target the rate solves 0.15 + 0.1·x/(2(1 - x)) = 0.2 with x = 0.1·lambda: x = 0.5, lambda
+    = 5 requests a second."""
+    import sympy
+
+    import formulas
+    from derive.core.evaluation import evaluate
+    from derive.core.solving import solve
+    from formulas import layout as lay
+    from formulas import queueing as qu
+
+    library = formulas.library()
+    at = {lay.ttft_c: sympy.Rational(15, 100), lay.t_rq: sympy.Rational(1, 10), lay.dp: sympy.Integer(1)}
+    assert evaluate(qu.W_q.symbol, {**at, qu.lam_c: sympy.Integer(6)}, library) == sympy.Rational(75, 1000)
+    assert evaluate(qu.ttft_q.symbol, {**at, qu.lam_c: sympy.Integer(6)}, library) == sympy.Rational(225, 1000)
+    rate = solve(qu.ttft_q.symbol, qu.T_max.symbol, qu.lam_c, library).closed_form
+    assert evaluate(rate, {**at, qu.T_max: sympy.Rational(2, 10)}, library) == 5
+    # Rate zero: no wait, TTFT is the prompt pass alone (the plan's TTFT before the queue).
+    assert evaluate(qu.ttft_q.symbol, {**at, qu.lam_c: sympy.Integer(0)}, library) == at[lay.ttft_c]
+
+
+def test_a_tight_ttft_target_caps_what_a_copy_takes():
+    """With the TTFT target below what a busy copy's queue gives, the copy takes Q_T requests a second: its mean
+    TTFT is then the target, and its throughput falls in proportion."""
+    loose = derive.plan("llama3-70b", "h100", tpot="50 ms", ttft="2 s").pick
+    tight = derive.plan("llama3-70b", "h100", tpot="50 ms", ttft="200 ms").pick
+    assert loose.binds == "TPOT" and loose.ttft < 0.2 * 1.5 and loose.prompt_pass < 0.2
+    rows = [
+        r for search in derive.plan("llama3-70b", "h100", tpot="50 ms", ttft="200 ms").searches for r in search.rows
+    ]
+    same = [r for r in rows if r.layout == loose.layout]
+    assert tight.binds == "TTFT" and tight.ttft == pytest.approx(0.2, rel=1e-9)
+    assert same and same[0].per_accelerator / loose.per_accelerator == pytest.approx(
+        same[0].capacity / loose.capacity, rel=1e-9
+    )

@@ -81,13 +81,15 @@ def layout_sheet(
         work.given(lay.tpot_c, work.values[lay.tpot_f], "the floor stands in for the estimate (--floor)")
     work.compute(work.library.get("layout_served_tpot"), "tpot")
     work.given(en.P_acc, gpu.power, "datasheet TDP")
-    work.compute(work.library.get("layout_capacity"), "requests_per_second")
+    work.compute(work.library.get("layout_capacity"), "requests_per_second_by_tpot")
+    _queue(work, targets, floor)
     work.compute(work.library.get("throughput_per_accelerator"), "tokens_per_second_per_accelerator")
     work.compute(work.library.get("tokens_per_user"), "tokens_per_second_per_user")
     work.compute(work.library.get("layout_energy_per_token"), "joules_per_token")
     if targets.rate is not None:
         work.given(lay.lam, targets.rate, "--rate")
         work.compute(work.library.get("accelerators_for_rate"), "accelerators_for_rate")
+    _served_ttft(work, targets)
     if price is not None:
         work.given(lay.price, price.per_second, price.label)
         work.compute(work.library.get("cost_per_token"), "cost_per_token")
@@ -98,6 +100,43 @@ def layout_sheet(
         calibration_notes(work, fit)
     model_notes(work, setup)
     return work.sheet
+
+
+def _queue(work: Work, targets: Targets, floor: bool) -> None:
+    """The requests a second a copy takes with its mean TTFT at the target (formulas/queueing.py's M/D/1 wait,
+    solved for the rate), and what it serves within both targets."""
+    from formulas import queueing as qu
+
+    work.heading("The queue a prompt meets")
+    work.given(qu.T_max, targets.ttft, "--ttft")
+    if floor:
+        work.given(lay.ttft_c, work.values[lay.ttft_f], "the floor stands in for the estimate (--floor)")
+    work.compute(work.library.get("prompt_service_time"))
+    solution = work.solve(qu.ttft_q.symbol, qu.T_max.symbol, qu.lam_c)
+    capacity = work.root(solution)
+    if capacity is None:
+        raise DeriveError(
+            f"one prompt pass alone ({format_quantity(work.values[lay.ttft_c], 'second')}) misses the TTFT target "
+            f"of {format_quantity(targets.ttft, 'second')} on this layout",
+            "Relax --ttft, or plan with more accelerators",
+        )
+    work.solved(solution, lay.Q_T, capacity, "the rate at which the mean TTFT meets --ttft", "ttft_capacity")
+    work.compute(work.library.get("served_capacity"), "requests_per_second")
+
+
+def _served_ttft(work: Work, targets: Targets) -> None:
+    """The mean TTFT at the copy's load: busy at its capacity, or the rate over the whole copies that serve it."""
+    from formulas import queueing as qu
+
+    work.heading("TTFT at the copy's load")
+    if targets.rate is None:
+        work.given(qu.lam_c, work.values[lay.Q_s], "busy at its served capacity")
+    else:
+        copies = work.values[lay.N_rate] / work.values[lay.N_L]
+        work.given(qu.lam_c, targets.rate / copies, f"--rate over {copies} whole copies")
+    for name in ("prompt_load", "prompt_queue_wait"):
+        work.compute(work.library.get(name))
+    work.compute(work.library.get("served_ttft"), "ttft_served")
 
 
 def _fitted(work: Work, setup: Setup, gpu: Gpu) -> Calibration | None:

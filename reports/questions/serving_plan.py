@@ -127,6 +127,9 @@ def build(inputs: Inputs) -> Answer:
             + (
                 "Here memory caps the pick's batch at {batch} before the TPOT target does."
                 if pick.binds == "memory"
+                else "Here the TTFT target binds: the prompts queued at a copy's door cap it at {capacity}, fewer "
+                "requests than its batch of {batch} could finish."
+                if pick.binds == "TTFT"
                 else "Here the TPOT target caps the pick's batch at {batch}, below the {memory_batch} its memory holds."
             ),
             q,
@@ -242,10 +245,10 @@ def _follow_up(answer: Answer, plan: Any, sheet: Sheet, q: dict[str, Quantity]) 
     q["fleet2"], q["copies2"] = Quantity(fleet), Quantity(copies)
     on = "one {gpu_name}" if fleet == 1 else "{fleet2} {gpu_name}s"
     text = (
-        "One copy still serves {rate2}: on " + on + " it holds up to {capacity} at the TPOT target."
+        "One copy still serves {rate2}: on " + on + " it holds up to {capacity} within the TPOT and TTFT targets."
         if copies == 1
         else "Serving {rate2} takes {copies2} copies of the same layout, " + on + ": one copy holds at most "
-        "{capacity} at the TPOT target, and the cost per token does not depend on the rate."
+        "{capacity} within the TPOT and TTFT targets, and the cost per token does not depend on the rate."
     )
     answer.follow_up = FollowUp("And at twice the request rate?", Prose("follow-up", text, q))
 
