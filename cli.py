@@ -663,13 +663,16 @@ def answer(
 
 @cli.command()
 @click.option("--out", type=_PathText("FOLDER"), required=True, help="The folder for the sheets.")
-def sheets(out: str) -> None:
+@click.option(
+    "--question", "questions", metavar="ID[,ID...]", help="Only these answers (ids as 'derive answer --list' gives)."
+)
+def sheets(out: str, questions: str | None) -> None:
     """Write every question's Markdown and LaTeX sheet, the figures and book.tex."""
     from derive import answers, api
 
-    total = len(answers.questions())
+    total = len({q.strip() for q in questions.split(",")}) if questions else len(answers.questions())
     done = iter(range(1, total + 1))
-    written = api.sheets(out, progress=lambda qid: click.echo(f"  ... {next(done)}/{total} {qid}", err=True))
+    written = api.sheets(out, questions, progress=lambda qid: click.echo(f"  ... {next(done)}/{total} {qid}", err=True))
     click.echo(f"wrote {len(written)} files to {out}")
 
 

@@ -13,7 +13,7 @@ import dataclasses
 import importlib
 import pkgutil
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -170,14 +170,18 @@ def write(answer: Answer, out: Path, figures_dir: str = "figures") -> list[Path]
     return written
 
 
-def write_all(out: Path, progress: Callable[[str], None] = lambda _: None) -> list[Path]:
-    """Every question at its defaults, and book.tex gathering them; `progress` hears each question's id."""
+def write_all(
+    out: Path, progress: Callable[[str], None] = lambda _: None, only: Sequence[str] | None = None
+) -> list[Path]:
+    """Every question at its defaults (or `only` those ids), and book.tex gathering them; `progress` hears each
+    question's id."""
     from derive.core.validate import atomic, make_folder, output_folder
     from derive.sheet_render import render_book
 
+    ids = list(questions()) if not only else list(dict.fromkeys(question(q.strip()).id for q in only))
     make_folder(output_folder(out))  # before any question runs: an unwritable folder fails first
     answers, written = [], []
-    for qid, (item, files) in zip(questions(), _each_question(list(questions()), out), strict=True):
+    for qid, (item, files) in zip(ids, _each_question(ids, out), strict=True):
         progress(qid)
         answers.append(item)
         written += files

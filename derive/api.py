@@ -16,7 +16,7 @@ Nothing heavy is imported here at import time: `import derive` stays fast.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -1018,18 +1018,22 @@ def answer(question_id: str, **inputs: Any) -> Answer:
     return Answer(answers.answer(question_id, _inputs(overrides)))
 
 
-def sheets(out: str | Path, progress: Callable[[str], None] = lambda _: None) -> list[Path]:
-    """Every question's Markdown and LaTeX sheet, the figures and book.tex, written into `out`.
+def sheets(
+    out: str | Path, questions: str | Sequence[str] | None = None, progress: Callable[[str], None] = lambda _: None
+) -> list[Path]:
+    """Every question's Markdown and LaTeX sheet, the figures and book.tex, written into `out` (`questions`: only
+    these, by id, comma-separated or as a list; the book then gathers those).
 
     >>> import tempfile
-    >>> written = derive.sheets(tempfile.mkdtemp())
-    >>> sorted({p.suffix for p in written})
-    ['.md', '.png', '.svg', '.tex']
+    >>> written = derive.sheets(tempfile.mkdtemp(), questions="decode-knee,kv-sizing-13b")
+    >>> sorted({p.suffix for p in written}), len(written)
+    (['.md', '.png', '.svg', '.tex'], 9)
     """
     from derive import answers
     from derive.core import validate
 
-    return answers.write_all(validate.output_folder(out), progress=progress)
+    only = questions.split(",") if isinstance(questions, str) else questions
+    return answers.write_all(validate.output_folder(out), progress=progress, only=only)
 
 
 def measure(quick: bool = False, progress: Callable[[str], None] = lambda _: None) -> Any:
@@ -1092,6 +1096,7 @@ _OWN_KINDS = {
     "for_": "text",
     "target": "text",
     "question_id": "text",
+    "questions": "texts",
     "settings": "settings",
     "check": "flag",
     "vs": "gpu",

@@ -88,3 +88,13 @@ def test_the_book_is_one_page_an_answer_then_the_appendix(fresh, tmp_path):
     assert appendix - answer_pages[0] <= 60
     spans = [b - a for a, b in zip(answer_pages, [*answer_pages[1:], appendix], strict=True)]
     assert max(spans) <= 2, "an answer longer than two pages"
+
+
+def test_sheets_for_some_questions_only(run, tmp_path):
+    """--question writes those answers and a book of them; an unknown id stops before anything is written."""
+    bad = run("sheets", "--out", str(tmp_path / "bad"), "--question", "decode-knee,nope")
+    assert bad.exit_code == 2 and "unknown question 'nope'" in bad.stderr and not (tmp_path / "bad").exists()
+    ok = run("sheets", "--out", str(tmp_path / "two"), "--question", "kv-sizing-13b, decode-knee")
+    assert ok.exit_code == 0
+    written = sorted(p.name for p in (tmp_path / "two").glob("*.*"))
+    assert written == ["book.tex", "decode-knee.md", "decode-knee.tex", "kv-sizing-13b.md", "kv-sizing-13b.tex"]
