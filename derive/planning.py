@@ -529,6 +529,69 @@ def pick(rows: list[Row]) -> Row | None:
     return max(rows, key=lambda r: (r.per_accelerator, -r.layout.accelerators))
 
 
+def runner_up(rows: list[Row], chosen: Row) -> Row | None:
+    """The row `pick` would choose were the pick not there."""
+    return pick([r for r in rows if r is not chosen])
+
+
+def why(chosen: Row, other: Row, prices: dict[str, Any]) -> tuple[str, dict[str, float]]:
+    """Why the pick beats the runner-up, in closed form, and the factors by name (each > 1 where the pick is ahead).
+
+    A copy's tokens a second per accelerator are R = Q_s·S_o/N_L with Q_s = min(Q_L, Q_T) and Q_L = B_L·tau/(S_o·
+    TPOT_s) (formulas/layout.py, formulas/queueing.py), so R = (B_L/N_L)·(tau/TPOT_s)·(Q_s/Q_L): sequences per
+    accelerator, the step they share, and the share of its batch TTFT lets a copy take. A token costs the price of
+    an accelerator-second over R, and a fleet rounds its copies up. The ratios multiply to the two costs' ratio.
+    """
+
+    def cap(row: Row) -> float:  # Q_s/Q_L, S_o·Q_L being B_L·tau/TPOT_s: 1 unless TTFT binds
+        return row.capacity / (row.sequences * row.per_user)
+
+    factors = {
+        "sequences per accelerator": (chosen.sequences / chosen.layout.accelerators)
+        / (other.sequences / other.layout.accelerators),
+        "step time": chosen.per_user / other.per_user,
+        "TTFT's cap on the requests a copy takes": cap(chosen) / cap(other),
+    }
+    price_of = {gpu: float(p.per_second) for gpu, p in prices.items()}
+    if chosen.gpu in price_of and other.gpu in price_of:
+        factors["price per accelerator-hour"] = price_of[other.gpu] / price_of[chosen.gpu]
+    if chosen.fleet_cost_per_million is not None and other.fleet_cost_per_million is not None:
+        waste = lambda r: r.fleet_cost_per_million / r.cost_per_million  # noqa: E731 (whole copies over busy ones)
+        factors["whole copies for the rate"] = waste(other) / waste(chosen)
+    tie = ""
+    whole = factors.get("whole copies for the rate")
+    if whole is not None and abs(math.log(math.prod(factors.values()))) < 1e-6:
+        # The fleets cost the same: `pick` breaks the tie by the cheaper copy busy all the time.
+        tie = "the two fleets cost the same, and the tie goes to the copy cheaper when busy: "
+        factors = {k: v for k, v in factors.items() if k != "whole copies for the rate"}
+    ahead = {k: v for k, v in factors.items() if abs(v - 1) > 5e-3}
+    if not ahead:
+        return "it ties with the runner-up on every factor; the order breaks the tie", factors
+    deciding = max(ahead, key=lambda k: abs(math.log(ahead[k])))
+    said = ", ".join(f"{k} {v:.2f}x" for k, v in sorted(ahead.items(), key=lambda kv: -abs(math.log(kv[1]))))
+    limits = ""
+    if deciding == "sequences per accelerator":
+        limits = (
+            f"; {chosen.sequences / chosen.layout.accelerators:,.1f} against "
+            f"{other.sequences / other.layout.accelerators:,.1f}, "
+            + (
+                f"both limited by {chosen.binds}"
+                if chosen.binds == other.binds
+                else f"the pick's limited by {chosen.binds}, the runner-up's by {other.binds}"
+            )
+        )
+    return f"{tie}{deciding} decides ({said}; above 1 is the pick's advantage{limits})", factors
+
+
+def _ranked_by(row: Row) -> str:
+    """The figure `pick` ranks a row by, as the table prints it."""
+    if row.fleet_cost_per_million is not None:
+        return f"{row.fleet_cost_per_million:.2f} USD per million tokens as a fleet"
+    if row.cost_per_million is not None:
+        return f"{row.cost_per_million:.2f} USD per million tokens"
+    return f"{row.per_accelerator:,.0f} tokens/s per accelerator"
+
+
 def frontier(found: Search, targets: Targets, points: int = 48) -> tuple[np.ndarray, np.ndarray]:
     """Tokens a second per user and per accelerator along the best layouts of one accelerator, every batch.
 
@@ -676,6 +739,7 @@ class Plan:
             "max_accelerators": self.max_accelerators,
             "max_micro_batch": self.max_batch,
             "pick": None if chosen is None else chosen.as_dict(),
+            "why": self._why_dict(),
             "pareto": [row.as_dict() for row in self.pareto()],
             "searches": {
                 f.gpu.name: {
@@ -785,7 +849,27 @@ class Plan:
             f"micro-batch {chosen.batch:,} ({chosen.sequences:,} sequences), "
             f"{chosen.per_accelerator:,.0f} tokens/s per accelerator at "
             f"{chosen.per_user:,.1f} tokens/s per user, TPOT {chosen.tpot * 1e3:.1f} ms (floor "
-            f"{chosen.tpot_floor * 1e3:.1f} ms), limited by {chosen.binds}{rate}."
+            f"{chosen.tpot_floor * 1e3:.1f} ms), limited by {chosen.binds}{rate}.{self._why()}"
+        )
+
+    def _why_dict(self) -> dict[str, Any] | None:
+        chosen = self.pick
+        other = None if chosen is None else runner_up(self.rows, chosen)
+        if chosen is None or other is None:
+            return None
+        said, factors = why(chosen, other, self.prices)
+        return {"runner_up": other.as_dict(), "factors": factors, "says": said}
+
+    def _why(self) -> str:
+        """' Against the runner-up, ... decides' where there is one."""
+        chosen = self.pick
+        other = None if chosen is None else runner_up(self.rows, chosen)
+        if chosen is None or other is None:
+            return ""
+        said, _ = why(chosen, other, self.prices)
+        return (
+            f" Against the runner-up, {other.layout.accelerators} x {other.gpu} as {other.layout}"
+            f" ({_ranked_by(other)}, the pick {_ranked_by(chosen)}): {said}."
         )
 
     def figure(self, path: Any) -> list[Any]:

@@ -204,3 +204,30 @@ def test_a_tight_ttft_target_caps_what_a_copy_takes():
     assert same and same[0].per_accelerator / loose.per_accelerator == pytest.approx(
         same[0].capacity / loose.capacity, rel=1e-9
     )
+
+
+@pytest.mark.parametrize(
+    ("model", "targets"),
+    [("llama3-70b", {"tpot": "50 ms"}), ("deepseek-v3", {"tpot": "50 ms", "ttft": "300 ms"}), ("gpt-oss-20b", {})],
+)
+def test_why_the_pick_wins_multiplies_out(model, targets):
+    """The factors the plan names (sequences per accelerator, step, TTFT's cap, price) multiply to the runner-up's
+    cost per token over the pick's: R = (B_L/N_L)·(tau/TPOT_s)·(Q_s/Q_L), and a token costs price/R."""
+    import math
+
+    from derive.planning import runner_up, why
+
+    p = derive.plan(model, tpot=targets.get("tpot", "20 ms"), ttft=targets.get("ttft", "2 s"))
+    chosen = p.pick
+    other = runner_up(p.rows, chosen)
+    said, factors = why(chosen, other, p.prices)
+    assert math.prod(factors.values()) == pytest.approx(other.cost_per_million / chosen.cost_per_million, rel=1e-9)
+    assert " decides (" in said and "Against the runner-up" in p.summary()
+    assert p.to_json() and json.loads(p.to_json())["why"]["factors"] == pytest.approx(factors)
+
+
+def test_why_says_when_fleets_tie():
+    """Llama 3 70B at 20 ms and 10 req/s: two B200 layouts need the same 8 accelerators as a fleet; the tie goes to
+    the copy that is cheaper busy, and the sentence says so rather than crediting the whole copies."""
+    p = derive.plan("llama3-70b", tpot="20 ms", rate="10 req/s")
+    assert "the two fleets cost the same" in p.summary()
