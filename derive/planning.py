@@ -190,14 +190,24 @@ def _compile(
     def numpy(expr: sympy.Expr) -> Callable[..., Any]:
         return sympy.lambdify(arguments, expr, [NUMPY_EXTREMES, "numpy"])
 
-    decode = numeric(served.xreplace({lay.tpot_c.symbol: step.symbol}))
+    # Substituted together: the forms share most of their terms, and inlining walks them once.
+    decode, tpot_floor, one_step, ttft, ttft_floor, weights = numeric(
+        sympy.Tuple(
+            served.xreplace({lay.tpot_c.symbol: step.symbol}),
+            served.xreplace({lay.tpot_c.symbol: lay.tpot_f.symbol}),
+            step.symbol,
+            (lay.ttft_f if floor else lay.ttft_c).symbol,
+            lay.ttft_f.symbol,
+            lay.W_g.symbol,
+        )
+    )
     return Compiled(
         tpot=numpy(decode),
-        tpot_floor=numpy(numeric(served.xreplace({lay.tpot_c.symbol: lay.tpot_f.symbol}))),
-        step=numpy(numeric(step.symbol)),
-        ttft=numpy(numeric((lay.ttft_f if floor else lay.ttft_c).symbol)),
-        ttft_floor=numpy(numeric(lay.ttft_f.symbol)),
-        weights=numpy(numeric(lay.W_g.symbol)),
+        tpot_floor=numpy(tpot_floor),
+        step=numpy(one_step),
+        ttft=numpy(ttft),
+        ttft_floor=numpy(ttft_floor),
+        weights=numpy(weights),
         held=numpy(numeric(lay.K_gs.symbol, held_values, predict=False)),
         branches=[(numpy(b), _base(b)) for b in _branches(decode)],
     )

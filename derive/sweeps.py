@@ -169,9 +169,13 @@ def compile_combination(
     if target.name == "predict" and "context" not in axes:
         # Decode steps see the prompt plus, on average, half the output (as derive predict does).
         values.pop(sym.S, None)
-    functions = {}
-    for column, (expr, _) in target.outputs.items():
-        functions[column] = compile_expression(expr, swept, values, library, predict=target.name == "predict")
+    # The outputs substituted together: they share most of their terms, and inlining walks them once.
+    columns = list(target.outputs)
+    together = substituted(
+        sympy.Tuple(*(target.outputs[c][0] for c in columns)), swept, values, library, predict=target.name == "predict"
+    )
+    arguments = [s.symbol for s in swept]
+    functions = {c: sympy.lambdify(arguments, e, "numpy") for c, e in zip(columns, together, strict=True)}
     # Fits when one accelerator's share of the weights and of the batch's cache (at the end of its output, for the
     # predictor) fits its memory (formulas/roofline.py's M_g, the check every command makes).
     held = pf.S_p.symbol + pf.S_o.symbol if target.name == "predict" else sym.S.symbol
