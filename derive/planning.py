@@ -424,23 +424,35 @@ def _row_formulas() -> dict[Sym, Callable[..., Any]]:
 
 @functools.cache
 def _queue_formulas() -> dict[str, Callable[..., Any]]:
-    """formulas/queueing.py as float functions: "capacity" is Q_T, the closed form of TTFT_q = TTFT_max solved
-    for the copy's rate, of (TTFT_L, t_rq, d, TTFT_max); "ttft" is TTFT_q of (lambda_c, TTFT_L, t_rq, d)."""
+    """formulas/queueing.py as float functions: "capacity" is Q_T, the rate at which the mean TTFT meets the target,
+    of (TTFT_L, t_rq, d, TTFT_max); "ttft" is TTFT_q of (lambda_c, TTFT_L, t_rq, d)."""
     import formulas
     from derive.core.evaluation import evaluate
-    from derive.core.solving import solve
     from formulas import queueing as qu
 
     library = formulas.library()
-    capacity = solve(qu.ttft_q.symbol, qu.T_max.symbol, qu.lam_c, library).closed_form
     inputs = (lay.ttft_c, lay.t_rq, lay.dp, qu.T_max, qu.lam_c)
     own = {s: s.symbol for s in inputs}
     return {
-        "capacity": sympy.lambdify([s.symbol for s in inputs[:4]], evaluate(capacity, dict(own), library), "math"),
+        "capacity": sympy.lambdify(
+            [s.symbol for s in inputs[:4]], evaluate(lay.Q_T.symbol, dict(own), library), "math"
+        ),
         "ttft": sympy.lambdify(
             [s.symbol for s in (qu.lam_c, *inputs[:3])], evaluate(qu.ttft_q.symbol, dict(own), library), "math"
         ),
     }
+
+
+@functools.cache
+def _row_floats() -> dict[Sym, Callable[..., Any]]:
+    """The same functions in floats (math), for the figures a row prints: exact SymPy arithmetic on every row of a
+    large search was most of a plan's time."""
+    from derive.core.evaluation import evaluate
+
+    own = {s: s.symbol for s in _ROW_GIVENS}
+    arguments = [s.symbol for s in _ROW_GIVENS]
+    quantities = (lay.N_L, lay.B_L, lay.Q_L, lay.Q_s, lay.R_gpu, lay.R_usr, lay.e_tok_L, lay.c_tok)
+    return {q: sympy.lambdify(arguments, evaluate(q.symbol, dict(own)), "math") for q in quantities}
 
 
 def _row(
@@ -474,12 +486,15 @@ def _row(
         lay.price: price.per_second if price is not None else None,
         lay.Q_T: sympy.Float(ttft_capacity),
     }
-    at = _row_formulas()
+    at, fast = _row_formulas(), _row_floats()
+    floats = [math.nan if given[s] is None else float(given[s]) for s in _ROW_GIVENS]
 
     def value(quantity: Sym) -> sympy.Expr:
         return at[quantity](*(given[s] for s in _ROW_GIVENS))
 
-    value_of = {s: float(value(s)) for s in (lay.N_L, lay.B_L, lay.Q_L, lay.Q_s, lay.R_gpu, lay.R_usr, lay.e_tok_L)}
+    # The figures a row prints, in floats; the accelerators a rate needs exactly (a ceiling must not round up).
+    value_of = {s: fast[s](*floats) for s in (lay.N_L, lay.B_L, lay.Q_L, lay.Q_s, lay.R_gpu, lay.R_usr, lay.e_tok_L)}
+    value_of[lay.B_L] = float(value(lay.B_L))  # whole sequences, exactly
     for_rate = int(value(lay.N_rate)) if targets.rate is not None else None
     if ttft_capacity < value_of[lay.Q_L]:
         binds = "TTFT"
@@ -489,7 +504,7 @@ def _row(
     served_ttft = float(queue["ttft"](load, pass_alone, per_prompt, layout.dp))
     cost = fleet = None
     if price is not None:
-        cost = float(value(lay.c_tok)) * 1e6
+        cost = fast[lay.c_tok](*floats) * 1e6
         if targets.rate is not None:
             fleet = float(value(lay.c_fleet)) * 1e6
     return Row(

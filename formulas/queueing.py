@@ -40,6 +40,12 @@ prompt_queue_wait = formula(
 served_ttft = formula(
     ttft_q, ttft_c.symbol + W_q.symbol, "A first token comes after the wait and the request's own prompt pass."
 )
+ttft_capacity = formula(
+    Q_T,
+    2 * dp.symbol * (T_max.symbol - ttft_c.symbol) / (t_rq.symbol * (S_rq.symbol + 2 * (T_max.symbol - ttft_c.symbol))),
+    "TTFT_q = TTFT_max solved for lambda_c: rho = 2(TTFT_max - TTFT_L)/(S_rq + 2(TTFT_max - TTFT_L)), lambda_c = "
+    "d·rho/t_rq (tests/test_plan.py holds it to derive.core.solving's root of the same equation).",
+)
 served_capacity = formula(
     Q_s,
     smaller(Q_L.symbol, Q_T.symbol),

@@ -186,6 +186,9 @@ def test_queued_ttft_by_hand():
     assert evaluate(qu.ttft_q.symbol, {**at, qu.lam_c: sympy.Integer(6)}, library) == sympy.Rational(225, 1000)
     rate = solve(qu.ttft_q.symbol, qu.T_max.symbol, qu.lam_c, library).closed_form
     assert evaluate(rate, {**at, qu.T_max: sympy.Rational(2, 10)}, library) == 5
+    # The library's Q_T is that root, for any values.
+    free = {s: s.symbol for s in (lay.ttft_c, lay.t_rq, lay.dp, qu.T_max)}
+    assert sympy.simplify(evaluate(rate, free, library) - evaluate(lay.Q_T.symbol, free, library)) == 0
     # Rate zero: no wait, TTFT is the prompt pass alone (the plan's TTFT before the queue).
     assert evaluate(qu.ttft_q.symbol, {**at, qu.lam_c: sympy.Integer(0)}, library) == at[lay.ttft_c]
 
