@@ -401,25 +401,13 @@ _ROW_GIVENS = _row_givens()
 
 @functools.cache
 def _row_formulas() -> dict[Sym, Callable[..., Any]]:
-    """A row's reported quantities as functions of its layout, batch, step and targets: the library's formulas
-    inlined once, then evaluated exactly (SymPy numbers in, SymPy numbers out) for each of hundreds of rows."""
+    """What a row counts with a ceiling, as exact functions of its layout, batch, step and targets (SymPy numbers in
+    and out: the accelerators a rate needs must not round up): the library's formulas inlined once."""
     from derive.core.evaluation import evaluate
 
     own = {s: s.symbol for s in _ROW_GIVENS}
-    quantities = (
-        lay.N_L,
-        lay.B_L,
-        lay.Q_L,
-        lay.Q_s,
-        lay.R_gpu,
-        lay.R_usr,
-        lay.e_tok_L,
-        lay.N_rate,
-        lay.c_tok,
-        lay.c_fleet,
-    )
     arguments = [s.symbol for s in _ROW_GIVENS]
-    return {q: sympy.lambdify(arguments, evaluate(q.symbol, dict(own)), "sympy") for q in quantities}
+    return {q: sympy.lambdify(arguments, evaluate(q.symbol, dict(own)), "sympy") for q in (lay.N_rate, lay.c_fleet)}
 
 
 @functools.cache
@@ -445,8 +433,8 @@ def _queue_formulas() -> dict[str, Callable[..., Any]]:
 
 @functools.cache
 def _row_floats() -> dict[Sym, Callable[..., Any]]:
-    """The same functions in floats (math), for the figures a row prints: exact SymPy arithmetic on every row of a
-    large search was most of a plan's time."""
+    """A row's printed figures as float functions (math) of the same givens: exact SymPy arithmetic on every row of
+    a large search was most of a plan's time."""
     from derive.core.evaluation import evaluate
 
     own = {s: s.symbol for s in _ROW_GIVENS}
@@ -494,7 +482,6 @@ def _row(
 
     # The figures a row prints, in floats; the accelerators a rate needs exactly (a ceiling must not round up).
     value_of = {s: fast[s](*floats) for s in (lay.N_L, lay.B_L, lay.Q_L, lay.Q_s, lay.R_gpu, lay.R_usr, lay.e_tok_L)}
-    value_of[lay.B_L] = float(value(lay.B_L))  # whole sequences, exactly
     for_rate = int(value(lay.N_rate)) if targets.rate is not None else None
     if ttft_capacity < value_of[lay.Q_L]:
         binds = "TTFT"
@@ -581,8 +568,11 @@ def why(chosen: Row, other: Row, prices: dict[str, Any]) -> tuple[str, dict[str,
     if chosen.gpu in price_of and other.gpu in price_of:
         factors["price per accelerator-hour"] = price_of[other.gpu] / price_of[chosen.gpu]
     if chosen.fleet_cost_per_million is not None and other.fleet_cost_per_million is not None:
-        waste = lambda r: r.fleet_cost_per_million / r.cost_per_million  # noqa: E731 (whole copies over busy ones)
-        factors["whole copies for the rate"] = waste(other) / waste(chosen)
+
+        def whole_copies(row: Row) -> float:  # the fleet's cost over one copy's busy all the time
+            return (row.fleet_cost_per_million or 0) / (row.cost_per_million or 1)
+
+        factors["whole copies for the rate"] = whole_copies(other) / whole_copies(chosen)
     tie = ""
     whole = factors.get("whole copies for the rate")
     if whole is not None and abs(math.log(math.prod(factors.values()))) < 1e-6:

@@ -141,9 +141,13 @@ def larger(*terms: sympy.Expr) -> sympy.Expr:
     compute time), so the result is the same Max; tests/test_formula_library.py rebuilds each one to show it.
     Numbers alone are compared as usual.
     """
-    return sympy.Max(*terms, evaluate=all(sympy.sympify(t).is_number for t in terms))
+    return _extremum(sympy.Max, terms)
 
 
 def smaller(*terms: sympy.Expr) -> sympy.Expr:
     """Min of terms no one of which bounds the others, as `larger` builds a Max."""
-    return sympy.Min(*terms, evaluate=all(sympy.sympify(t).is_number for t in terms))
+    return _extremum(sympy.Min, terms)
+
+
+def _extremum(kind: type[sympy.Max] | type[sympy.Min], terms: tuple[sympy.Expr, ...]) -> sympy.Expr:
+    return kind(*terms, evaluate=all(sympy.sympify(t).is_number for t in terms))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -67,7 +68,7 @@ _TOKEN = re.compile(
 class _Parser:
     """Products, ratios, powers and parentheses of names and numbers, as pint reads a unit expression."""
 
-    def __init__(self, text: str, name_of: object) -> None:
+    def __init__(self, text: str, name_of: Callable[[str], str]) -> None:
         self.tokens: list[tuple[str, str]] = []
         position, text = 0, text.strip()
         while position < len(text):
@@ -134,7 +135,7 @@ class _Parser:
         if kind == "number":
             return Fraction(text), {}
         if kind == "name":
-            return Fraction(1), {self.name_of(text): 1}  # type: ignore[operator]
+            return Fraction(1), {self.name_of(text): 1}
         if text == "(":
             value = self.product()
             if self.take() != ("op", ")"):
