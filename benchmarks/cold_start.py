@@ -24,8 +24,9 @@ def wall(command: list[str]) -> float:
 
 
 def main() -> None:
-    # Bytecode as Python writes it by default, so a warm-up run caches it as a user's first run does: a shell
-    # with PYTHONDONTWRITEBYTECODE set (this sandbox has it) recompiles derive's modules on every run.
+    # Bytecode as Python writes it by default, so a warm-up run caches it as a user's first run does. The README's
+    # `pip install .` compiles it at install; an editable install run where PYTHONDONTWRITEBYTECODE is set (this
+    # sandbox sets it) would recompile derive's modules on every run instead.
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)

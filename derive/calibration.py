@@ -80,7 +80,9 @@ def calibration(gpu: Gpu, dtype: str = "bf16") -> Calibration:
     fitted_on = gpu.name if gpu.name in fits else data["default"]
     fitted_precision = precision if precision in fits[fitted_on] else "bf16"
     fit = fits[fitted_on][fitted_precision]
-    values = {s: sympy.Float(fit["values"][s.key], 6) for s in FITTED}
+    # Six significant digits, as fitted, carried at double precision: a Float(x, 6) would hold 23 bits and make
+    # every sum it enters a single-precision one (a solved batch then moved in its seventh digit with the form).
+    values = {s: sympy.Float(f"{fit['values'][s.key]:.6g}", 15) for s in FITTED}
     source = (
         f"fitted to {data['source']} on {fit['system']} in {fitted_precision}, models {', '.join(fit['train_models'])}"
     )

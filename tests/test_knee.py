@@ -145,3 +145,36 @@ def test_knee_is_batch_independent_of_tp():
     # Ideal tensor parallelism divides both roofs by n, so the knee does not move.
     one, eight = _sheet(model="llama3-8b", tp=1), _sheet(model="llama3-8b", tp=8)
     assert one.results["knee_batch"].value == eight.results["knee_batch"].value
+
+
+@pytest.mark.parametrize(
+    "model", ["llama70b", "mixtral-8x7b", "deepseek-v3", "gpt-oss-20b", "qwen3.5-27b", "nemotron3-nano"]
+)
+def test_shortcuts_give_sympys_own_roots_and_limits(model, monkeypatch):
+    """The linear root and the rational limit that spare a cold `derive knee` sympy.solve and Gruntz are sympy's
+    own answers on every equation and limit the knee meets, for models of every kind."""
+    from derive.core import solving
+
+    seen: dict[str, list] = {"roots": [], "limits": []}
+    linear, rational = solving._linear, solving._rational_limit
+
+    def record_root(expr, x):
+        root = linear(expr, x)
+        seen["roots"].append((expr, x, root))
+        return root
+
+    def record_limit(expr, x):
+        found = rational(expr, x)
+        seen["limits"].append((expr, x, found))
+        return found
+
+    monkeypatch.setattr(solving, "_linear", record_root)
+    monkeypatch.setattr(solving, "_rational_limit", record_limit)
+    _sheet(model=model, context=2048)
+    assert any(root is not None for _, _, root in seen["roots"])
+    for expr, x, root in seen["roots"]:
+        if root is not None:
+            assert [solving._tidy(r) for r in sympy.solve(expr, x, simplify=False, rational=False)] == [root]
+    for expr, x, found in seen["limits"]:
+        if found is not None:
+            assert sympy.simplify(sympy.limit(expr, x, sympy.oo) - found) == 0

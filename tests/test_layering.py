@@ -136,3 +136,25 @@ def test_formulas_and_check_list_the_same_library(run):
     listed = json.loads(run("formulas", "--json").stdout)["results"]["formulas"]["value"]
     report = run("check").stdout
     assert f"{len(listed)} library formulas" in report
+
+
+def test_every_data_file_the_engine_reads_is_in_the_package():
+    """The README installs with `pip install .`, which copies only pyproject's package-data: a data file beside the
+    code but outside those globs would be found in a checkout and missing from an install."""
+    import fnmatch
+    import subprocess
+    import tomllib
+
+    root = Path(__file__).parent.parent
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    tracked = subprocess.run(
+        ["git", "ls-files", "derive", "formulas", "reports"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split()
+    data = [f for f in tracked if not f.endswith((".py", ".md")) and not f.startswith("reports/answers/")]
+    assert len(data) > 150
+    missing = [
+        f
+        for f in data
+        if not any(fnmatch.fnmatch(f.split("/", 1)[1], pattern) for pattern in globs.get(f.split("/", 1)[0], []))
+    ]
+    assert not missing, f"add to [tool.setuptools.package-data]: {missing}"
