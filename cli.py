@@ -371,7 +371,7 @@ def simulate() -> None:
 @click.option("--batch", type=COUNT, default=8, show_default=True, help="Most requests decoded at once (the seats).")
 @click.option("--replies", default="8:256", show_default=True, help="Reply lengths, uniform: MIN:MAX tokens.")
 @click.option("--arrivals", type=click.Choice(["poisson", "all"]), default="poisson", show_default=True)
-@click.option("--rate", type=_Quantity("1/second", "10 /s"), help="Poisson arrival rate. Default: --load of capacity.")
+@option("rate")
 @click.option(
     "--load",
     type=_Number(0.01, 10, zero=True),

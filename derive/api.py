@@ -878,7 +878,7 @@ def simulate_batching(
         seats=validate.count(batch, "batch", "--batch"),
         shortest=int(low),
         longest=int(high),
-        rate=None if rate is None else float(_quantity(rate, "1/second", "--rate")),
+        rate=None if rate is None else float(_quantity(rate, "sequence/second", "--rate")),
         load=float(validate.number(load, "load", "--load", 0.01, 10, True)),
         all_at_once=arrivals == "all",
         max_wait=0.05 if max_wait is None else float(_quantity(max_wait, "second", "--max-wait")),

@@ -25,7 +25,7 @@ class Input:
     unit: str = ""  # a quantity's unit
     example: str = ""  # a quantity as typed, for the help's metavar
     short: str = ""  # a one-letter option
-    command: str = ""  # the one command that reads it ("": the scenario every derivation shares)
+    command: str = ""  # the commands that read it ("": the scenario every derivation shares)
 
     @property
     def option(self) -> str:
@@ -68,10 +68,11 @@ _TABLE = (
     Input(
         "rate",
         "quantity",
-        "Requests a second to serve (sizes the fleet).",
+        "Requests a second: plan sizes the fleet for it; simulate batching's Poisson arrivals come at it (there, by "
+        "default, at --load of capacity).",
         unit="sequence/second",
         example="20 req/s",
-        command="plan",
+        command="plan, simulate batching",
     ),
     Input("max_gpus", "count", "Most accelerators one copy may use.", 64, command="plan"),
     Input("max_batch", "count", "Most sequences in one micro-batch.", 1024, command="plan"),

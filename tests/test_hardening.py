@@ -151,7 +151,7 @@ def test_help_shows_quantities_as_written_and_they_parse(run):
     text = run("knee", "--help").stdout
     assert "--bandwidth '3.35 TB/s'" in text and "TB/S" not in text
     assert run("knee", "--model", "llama3-8b", "--bandwidth", "3.35 TB/s").exit_code == 0
-    assert run("simulate", "batching", "--model", "gpt2", "--requests", "5", "--rate", "100 /s").exit_code == 0
+    assert run("simulate", "batching", "--model", "gpt2", "--requests", "5", "--rate", "100 req/s").exit_code == 0
 
 
 def test_the_tables_hold_at_least_250_bad_inputs():
@@ -168,7 +168,7 @@ def test_a_model_that_does_not_fit_holds_no_sequences_never_a_negative_count(run
 
 
 def test_a_given_rate_is_not_called_a_share_of_capacity(run):
-    result = run("simulate", "batching", "--model", "gpt2", "--requests", "5", "--rate", "5 /s")
+    result = run("simulate", "batching", "--model", "gpt2", "--requests", "5", "--rate", "5 req/s")
     assert "Poisson at 5 per second, seed" in result.stdout and "of continuous capacity" not in result.stdout
 
 

@@ -37,7 +37,7 @@ VALUES = {
     "--requests": ["7"],
     "--replies": ["8:64"],
     "--arrivals": ["all"],
-    "--rate": ["5 /s"],
+    "--rate": ["5 req/s"],
     "--load": ["0.5"],
     "--max-wait": ["1 ms"],
     "--seed": ["1"],

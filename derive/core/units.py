@@ -195,6 +195,8 @@ _EXAMPLES = {
     "byte": "80 GB",
     "watt": "700 W",
     "token/second": "1000 token/s",
+    "sequence/second": "20 req/s",
+    "second": "50 ms",
 }
 
 
