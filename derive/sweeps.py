@@ -20,7 +20,7 @@ import sympy
 
 from derive.catalog import Gpu, Model, load_gpu, load_model
 from derive.core.errors import DeriveError
-from derive.core.evaluation import evaluate, inline, symbols_of
+from derive.core.evaluation import evaluate, inline_all, symbols_of
 from derive.core.library import Library
 from derive.core.symbols import Sym
 from formulas import calibrated as cal
@@ -207,13 +207,10 @@ def substituted(
     # Substitution without evaluation: SymPy's Min/Max would compare every pair of arguments on each rebuild
     # (most of a compile's time), and numpy evaluates the same expression either way.
     with sympy.evaluate(False):
-        full = sympy.sympify(expr)
-        for variable in swept + ([sym.S] if predict else []):
-            full = inline(full, variable, library)
+        full = inline_all(sympy.sympify(expr), swept + ([sym.S] if predict else []), library)
         if predict and sym.S not in swept:
             full = full.xreplace({sym.S.symbol: pf.S_p.symbol + pf.S_o.symbol / 2})
-            for variable in swept:
-                full = inline(full, variable, library)
+            full = inline_all(full, swept, library)
     fixed = {}
     for s in symbols_of(full):
         if s in swept:

@@ -160,3 +160,24 @@ def test_a_figure_without_a_swept_axis_is_one_line_before_any_work(run):
     assert result.stderr.strip().splitlines() == [
         "derive: error: a sweep figure needs a swept axis. Sweep one, e.g. --batch 1:64"
     ]
+
+
+@pytest.mark.parametrize("model", ["llama3-70b", "qwen3-30b-a3b", "gpt-oss-20b", "nemotron3-nano"])
+def test_inlining_every_swept_symbol_at_once_is_inlining_each_in_turn(model):
+    """derive.core.evaluation.inline_all, which the sweep and the plan use, gives the very tree the one-unknown
+    inline gives applied for each unknown in turn (unevaluated, as the sweep builds it)."""
+    from derive.core.evaluation import inline, inline_all
+    from derive.planning import INPUTS
+    from derive.sweeps import predictor_inputs
+    from formulas import layout as lay
+    from formulas import notation as sym
+
+    _, library = predictor_inputs(load_model(model), load_gpu("h100"), "bf16")
+    swept = [sym.BW, sym.P, *INPUTS, sym.B, sym.S]
+    for target in (lay.tpot_c, lay.ttft_c, lay.K_gs):
+        with sympy.evaluate(False):
+            one_at_a_time = target.symbol
+            for variable in swept:
+                one_at_a_time = inline(one_at_a_time, variable, library)
+            assert len(one_at_a_time.free_symbols) > 10  # inlined down to the inputs
+            assert inline_all(target.symbol, swept, library) == one_at_a_time

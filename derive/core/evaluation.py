@@ -7,7 +7,7 @@ the knee pulls in the weight bytes, which pull in the parameter count.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import sympy
 
@@ -76,6 +76,26 @@ def inline(expr: sympy.Expr, unknown: Sym, library: Library = LIBRARY) -> sympy.
                 expr = expr.xreplace({sym.symbol: defining.expr})
                 changed = True
     return expr
+
+
+def inline_all(expr: sympy.Expr, unknowns: Sequence[Sym], library: Library = LIBRARY) -> sympy.Expr:
+    """`inline` for several unknowns at once: each symbol defined in terms of an unknown other than itself replaced
+    by its definition, a pass at a time, until none is left.
+
+    Unevaluated (under sympy.evaluate(False)) the tree is the one inlining each unknown in turn gives, in a few
+    passes over it instead of several a symbol: a sweep or a plan inlines a dozen unknowns into one deep tree.
+    """
+    while True:
+        found = {}
+        for sym in symbols_of(expr):
+            defining = library.defining(sym.symbol)
+            if defining is not None and any(
+                sym != unknown and _symbol_depends_on(sym, unknown, library) for unknown in unknowns
+            ):
+                found[sym.symbol] = defining.expr
+        if not found:
+            return expr
+        expr = expr.xreplace(found)
 
 
 def depends_on(expr: sympy.Expr, unknown: Sym, library: Library = LIBRARY) -> bool:
