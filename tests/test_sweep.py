@@ -179,5 +179,5 @@ def test_inlining_every_swept_symbol_at_once_is_inlining_each_in_turn(model):
             one_at_a_time = target.symbol
             for variable in swept:
                 one_at_a_time = inline(one_at_a_time, variable, library)
-            assert len(one_at_a_time.free_symbols) > 10  # inlined down to the inputs
+            assert len(one_at_a_time.free_symbols) > 5  # inlined down to the inputs
             assert inline_all(target.symbol, swept, library) == one_at_a_time
