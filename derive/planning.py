@@ -172,7 +172,7 @@ def _compile(
     values: dict[Sym, sympy.Expr], library: Any, figures: tuple[Sym, ...], targets: Targets, floor: bool
 ) -> Compiled:
     """The layout formulas as numpy functions of the accelerator's `figures`, the layout inputs and the batch."""
-    from derive.sweeps import NUMPY_EXTREMES, substituted
+    from derive.sweeps import compiled, substituted
 
     values = {s: v for s, v in values.items() if s not in figures}
     values.update({sym.S_p: sympy.Integer(targets.prompt), sym.S_o: sympy.Integer(targets.output)})
@@ -185,10 +185,10 @@ def _compile(
     held_values[sym.S] = sympy.Integer(targets.prompt + targets.output)  # the cache at the end of the reply
 
     def numeric(expr: sympy.Expr, context: dict[Sym, sympy.Expr] = values, predict: bool = True) -> sympy.Expr:
-        return substituted(expr, swept, context, library, predict, lazy=True)
+        return substituted(expr, swept, context, library, predict)
 
     def numpy(expr: sympy.Expr) -> Callable[..., Any]:
-        return sympy.lambdify(arguments, expr, [NUMPY_EXTREMES, "numpy"])
+        return compiled(arguments, expr)
 
     # Substituted together: the forms share most of their terms, and inlining walks them once.
     decode, tpot_floor, one_step, ttft, ttft_floor, weights = numeric(

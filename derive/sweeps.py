@@ -175,7 +175,7 @@ def compile_combination(
         sympy.Tuple(*(target.outputs[c][0] for c in columns)), swept, values, library, predict=target.name == "predict"
     )
     arguments = [s.symbol for s in swept]
-    functions = {c: sympy.lambdify(arguments, e, "numpy") for c, e in zip(columns, together, strict=True)}
+    functions = {c: compiled(arguments, e) for c, e in zip(columns, together, strict=True)}
     # Fits when one accelerator's share of the weights and of the batch's cache (at the end of its output, for the
     # predictor) fits its memory (formulas/roofline.py's M_g, the check every command makes).
     held = pf.S_p.symbol + pf.S_o.symbol if target.name == "predict" else sym.S.symbol
@@ -189,7 +189,12 @@ def compile_expression(
     expr: sympy.Expr, swept: list[Sym], values: dict[Sym, sympy.Expr], library: Library, predict: bool
 ) -> Callable[..., Any]:
     """`expr` as a numpy function of the swept symbols, every other symbol at its value."""
-    return sympy.lambdify([s.symbol for s in swept], substituted(expr, swept, values, library, predict), "numpy")
+    return compiled([s.symbol for s in swept], substituted(expr, swept, values, library, predict))
+
+
+def compiled(arguments: list[sympy.Symbol], expr: sympy.Basic) -> Callable[..., Any]:
+    """A substituted expression as a numpy function of `arguments`."""
+    return sympy.lambdify(arguments, expr, [NUMPY_EXTREMES, "numpy"])
 
 
 def substituted(
@@ -198,9 +203,9 @@ def substituted(
     values: dict[Sym, sympy.Expr],
     library: Library,
     predict: bool,
-    lazy: bool = False,
 ) -> sympy.Expr:
-    """`expr` with what depends on the swept symbols inlined and every other symbol replaced by its number.
+    """`expr` with what depends on the swept symbols inlined and every other symbol replaced by its number, its Max
+    and Min as LazyMax and LazyMin (compile it with `compiled`).
 
     With `predict`, the context is the prompt plus half the output (decode steps on average, as derive predict).
     """
@@ -220,16 +225,15 @@ def substituted(
         from derive.core.evaluation import resolve
 
         fixed[s.symbol] = resolve(s, dict(values), library)
-    if lazy:
-        # Where symbols stay in every maximum (a layout's degrees), evaluating them compares arguments that
-        # cannot be compared, at length: stand-ins that numpy evaluates keep the substitution quick.
-        full = full.replace(sympy.Max, LazyMax).replace(sympy.Min, LazyMin)
-    # The numbers go in evaluated: they collapse most of the Min/Max, and an unevaluated tree this deep can
-    # exceed Python's recursion limit when printed (gpt-oss's windowed layers).
+    # Evaluating a Max or Min with symbols left in it (a layout's degrees, the swept batch) compares arguments
+    # that cannot be compared, at length (five sixths of a sweep's substitution): stand-ins that numpy evaluates
+    # keep it quick and give the same numbers. Sums and products still go in evaluated: an unevaluated tree this
+    # deep can exceed Python's recursion limit when printed (gpt-oss's windowed layers).
+    full = full.replace(sympy.Max, LazyMax).replace(sympy.Min, LazyMin)
     return full.xreplace(fixed)
 
 
-# Max and Min that never evaluate, for `substituted(..., lazy=True)`; NUMPY_EXTREMES gives lambdify their numpy.
+# Max and Min that never evaluate, for `substituted`; NUMPY_EXTREMES gives lambdify their numpy.
 LazyMax = sympy.Function("LazyMax", positive=True)
 LazyMin = sympy.Function("LazyMin", positive=True)
 NUMPY_EXTREMES = {
