@@ -106,13 +106,13 @@ def parse_quantity(text: str, expected: str, option: str = "") -> sympy.Rational
 def format_quantity(value: object, unit_text: str, digits: int = 4) -> str:
     """A value in base units printed readably: 1.68e9 byte -> '1.68 GB', 5.85e11 parameter -> '585.3 billion'."""
     try:  # a sheet prints its givens in Markdown, LaTeX, its appendix and the book: the same few hundred values
-        return _format_remembered(type(value), value, unit_text, digits)
+        return _format_remembered(type(value).__qualname__, value, unit_text, digits)
     except TypeError:  # unhashable
         return _format_quantity(value, unit_text, digits)
 
 
 @lru_cache(maxsize=8192)
-def _format_remembered(kind: type, value: object, unit_text: str, digits: int) -> str:
+def _format_remembered(kind: str, value: object, unit_text: str, digits: int) -> str:
     return _format_quantity(value, unit_text, digits)  # `kind` in the key: 1 and 1.0 are equal, and print apart
 
 
