@@ -66,6 +66,7 @@ class Row:
     binds: str  # "TPOT", "TTFT", "memory" or "batch cap"
     memory_batch: int  # the largest micro-batch memory holds (the frontier's end)
     fleet_cost_per_million: float | None = None  # USD per million output tokens of the fleet serving --rate
+    terms: dict[str, float] = field(default_factory=dict)  # STEP_TERMS: accelerator-seconds per output token
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +119,19 @@ class Compiled:
     weights: Callable[..., Any]
     held: Callable[..., Any]
     branches: list[tuple[Callable[..., Any], float | None]]  # each branch and its q (None: linear)
+    terms: Callable[..., Any]  # the step's floor terms, one slot each (STEP_TERMS)
+
+
+# The floor step's terms by name, each one accelerator's time in one slot at full speed (formulas/layout.py): what
+# a layout spends per output token on each, p slots a step over B_L·tau tokens on N_L accelerators, says why it wins.
+STEP_TERMS = {
+    "weights per rank": lay.W_rg.symbol / sym.BW.symbol,
+    "KV cache per rank": lay.K_g.symbol / sym.BW.symbol,
+    "FLOPs per rank": (lay.F_g.symbol + lay.A_g.symbol) / sym.P.symbol,
+    "tensor-parallel all-reduce": lay.Y_tp.symbol / lay.BW_tp.symbol,
+    "expert all-to-all": lay.Y_ep.symbol / lay.BW_ep.symbol,
+    "pipeline sends": (lay.pp.symbol - 1) * lay.Y_pp.symbol / (lay.pp.symbol * lay.BW_pp.symbol),
+}
 
 
 def compile_plan(model: Model, gpu: Gpu, dtype: str, targets: Targets, floor: bool) -> Compiled:
@@ -146,6 +160,7 @@ def compile_plan(model: Model, gpu: Gpu, dtype: str, targets: Targets, floor: bo
         weights=bound(compiled.weights),
         held=bound(compiled.held),
         branches=[(bound(fn), q) for fn, q in compiled.branches],
+        terms=bound(compiled.terms),
     )
 
 
@@ -210,6 +225,7 @@ def _compile(
         weights=numpy(weights),
         held=numpy(numeric(lay.K_gs.symbol, held_values, predict=False)),
         branches=[(numpy(b), _base(b)) for b in _branches(decode)],
+        terms=numpy(numeric(sympy.Tuple(*STEP_TERMS.values()))),
     )
 
 
@@ -377,6 +393,9 @@ def search_gpu(
         prompt = (float(ttft[i]), float(marginal[i]))
         row = _row(gpu, layout, b, tpot, once(compiled.tpot_floor, floor_inputs), prompt, targets, price, binds)
         row.step = once(compiled.step)
+        per_token = layout.pp * layout.accelerators / row.sequences  # slots a step, accelerators, over its tokens
+        slot = compiled.terms(*one, float(b))
+        row.terms = {name: float(np.ravel(t)[0]) * per_token for name, t in zip(STEP_TERMS, slot, strict=True)}
         row.memory_batch = int(min(by_memory[i], max_batch))
         found.rows.append(row)
     return found
@@ -595,7 +614,39 @@ def why(chosen: Row, other: Row, prices: dict[str, Any]) -> tuple[str, dict[str,
                 else f"the pick's limited by {chosen.binds}, the runner-up's by {other.binds}"
             )
         )
-    return f"{tie}{deciding} decides ({said}; above 1 is the pick's advantage{limits})", factors
+    return (
+        f"{tie}{deciding} decides ({said}; above 1 is the pick's advantage{limits}){_step_terms(chosen, other)}",
+        factors,
+    )
+
+
+def _step_terms(chosen: Row, other: Row) -> str:
+    """'; of the step's terms ..., the pick saves most on X (a against b) and pays most on Y (c against d)': the
+    floor terms (STEP_TERMS) whose accelerator-time per output token differs most each way, where rows have them."""
+    from derive.core.units import format_quantity
+
+    if not chosen.terms or not other.terms:
+        return ""
+    # A gap under 0.5% of the larger side is rounding, not a difference (the same all-to-all on both, say).
+    gap = {
+        name: other.terms[name] - chosen.terms[name]
+        for name in STEP_TERMS
+        if abs(other.terms[name] - chosen.terms[name]) > 5e-3 * max(other.terms[name], chosen.terms[name])
+    }
+    if not gap:
+        return ""
+
+    def said(name: str) -> str:
+        mine, theirs = (format_quantity(row.terms[name], "second") for row in (chosen, other))
+        return f"{name} ({mine} against {theirs})"
+
+    saves, pays = max(gap, key=lambda k: gap[k]), min(gap, key=lambda k: gap[k])
+    parts = ([f"saves most on {said(saves)}"] if gap[saves] > 0 else []) + (
+        [f"pays most on {said(pays)}"] if gap[pays] < 0 else []
+    )
+    if not parts:
+        return ""
+    return "; of the step's terms at full speed, in accelerator-time per output token, the pick " + " and ".join(parts)
 
 
 def _ranked_by(row: Row) -> str:
@@ -873,7 +924,8 @@ class Plan:
         if chosen is None or other is None:
             return None
         said, factors = why(chosen, other, self.prices)
-        return {"runner_up": other.as_dict(), "factors": factors, "says": said}
+        terms = {name: {"pick": chosen.terms.get(name), "runner_up": other.terms.get(name)} for name in STEP_TERMS}
+        return {"runner_up": other.as_dict(), "factors": factors, "step_terms_s_per_token": terms, "says": said}
 
     def _why(self) -> str:
         """' Against the runner-up, ... decides' where there is one."""

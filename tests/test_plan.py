@@ -235,3 +235,25 @@ def test_why_says_when_fleets_tie():
     the copy that is cheaper busy, and the sentence says so rather than crediting the whole copies."""
     p = derive.plan("llama3-70b", tpot="20 ms", rate="10 req/s")
     assert "the two fleets cost the same" in p.summary()
+
+
+def test_the_step_terms_of_why_by_hand():
+    """Issue 26, item 8: why names the step's terms the pick saves and pays on, each in accelerator-time per output
+    token. Llama 3 70B at 30 ms TPOT picks tp4 on B200: each rank streams a quarter of the weights read a step,
+    2 B x (N - N_look + B·n_g) (formulas/reads.py: the untied 128,256 x 8,192 input embedding gathers one row a
+    token), at 8 TB/s (NVIDIA's B200 datasheet), once a step for B_L tokens on 4 accelerators: the quarter comes
+    back, and the term is 2·(N - N_look + B·8,192)/(8e12·B). N = 70,553,706,496 (Meta's published count)."""
+    p = derive.plan("llama3-70b", tpot="30 ms")
+    chosen = p.pick
+    assert (chosen.gpu, chosen.layout.tp, chosen.layout.accelerators) == ("b200", 4, 4)
+    b = chosen.sequences
+    by_hand = 2 * (70_553_706_496 - 128_256 * 8_192 + b * 8_192) / (8e12 * b)
+    assert chosen.terms["weights per rank"] == pytest.approx(by_hand, rel=1e-9)
+    # A layout with tensor parallelism alone sends nothing between pipeline stages or experts.
+    assert chosen.terms["pipeline sends"] == 0 and chosen.terms["expert all-to-all"] == 0
+    # The runner-up, tp2 on B200, holds half the sequences a copy: every weight it streams serves half the tokens;
+    # the pick pays for it in all-reduces across four ranks.
+    why = json.loads(p.to_json())["why"]
+    assert "saves most on weights per rank" in why["says"] and "pays most on tensor-parallel all-reduce" in why["says"]
+    terms = why["step_terms_s_per_token"]["weights per rank"]
+    assert terms["pick"] < terms["runner_up"]
