@@ -192,6 +192,7 @@ def _compile(
     values = {s: v for s, v in values.items() if s not in figures}
     values.update({sym.S_p: sympy.Integer(targets.prompt), sym.S_o: sympy.Integer(targets.output)})
     values.setdefault(sym.k_e, sympy.Integer(1))  # a dense model: multiplied by L_a = 0
+    values.setdefault(sym.E, sympy.Integer(1))  # and its imbalance by F_x = 0
     swept = [*figures, *INPUTS, sym.B]
     arguments = [s.symbol for s in swept]
     step = lay.tpot_f if floor else lay.tpot_c

@@ -50,6 +50,7 @@ def values_at(model_name, layout, batch=1, context=4096, gpu="h100"):
         }
     )
     values.setdefault(sym.k_e, sympy.Integer(1))
+    values.setdefault(sym.E, sympy.Integer(1))
     return values, lib
 
 
@@ -190,3 +191,27 @@ def test_served_tpot_adds_each_ranks_prompt_passes():
     values[lay.t_rq] = sympy.Rational(8, 1000)  # 8 ms a prompt
     # 2 micro-batches of 16 over 4 ranks: 8 sequences a rank, each a prompt pass every 256 steps.
     assert value(lay.tpot_s, values, lib) == sympy.Rational(20, 1000) + 8 * sympy.Rational(8, 1000) / 256
+
+
+def test_expert_imbalance_by_hand():
+    """Issue 26, item 1: the busiest of e = 8 expert ranks of Qwen3-30B-A3B (E = 128 routed experts, its config)
+    gets 1 + 1.4·sqrt(2·8·ln 8/128) = 1.714 times the mean rank's tokens; with the experts not spread (e = 1),
+    exactly the mean: tensor parallelism alone keeps the calibrated step (the test above, MoE models included)."""
+    import math
+
+    values, lib = values_at("qwen3-30b-a3b", Layout(1, 8, 1, 8), batch=256, context=2048)
+    by_hand = 1 + 1.4 * math.sqrt(2 * 8 * math.log(8) / 128)
+    assert float(value(lay.I_ep, values, lib)) == pytest.approx(by_hand, rel=1e-12)
+    assert round(by_hand, 3) == 1.714
+    flat, lib = values_at("qwen3-30b-a3b", Layout(8, 1, 1, 1), batch=256, context=2048)
+    assert value(lay.I_ep, flat, lib) == 1
+
+
+def test_the_busiest_expert_rank_slows_a_compute_bound_step():
+    """The imbalance multiplies the routed experts' FLOPs of the busiest rank, not its weights: a prompt pass of
+    Qwen3-30B-A3B on tp1 ep8 dp8 (compute-bound) takes longer than it would with routing even, and by no more
+    than the whole of its routed-expert compute scaled by I_ep."""
+    values, lib = values_at("qwen3-30b-a3b", Layout(1, 8, 1, 8), batch=64, context=2048)
+    skewed = float(value(lay.ttft_c, values, lib))
+    even = float(value(lay.ttft_c, {**values, lay.I_ep: sympy.Integer(1)}, lib))
+    assert even < skewed < even * float(value(lay.I_ep, values, lib))

@@ -174,6 +174,7 @@ def layout_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
         lay.ep: (ep, "experts split like the MLP"),
         lay.L_a: (shape(setup.model).moe_layers if ep > 1 else 0, "MoE layers reached by all-to-all"),
         sym.k_e: (1, "a dense model: its all-to-all terms are zero"),
+        sym.E: (1, "a dense model: no routed experts to balance"),
     }
     if system is not None:
         for link, group in ((lay.BW_tp, tp), (lay.BW_ep, tp * dp), (lay.BW_pp, tp * pp * dp)):

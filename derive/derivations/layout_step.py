@@ -67,6 +67,7 @@ def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> N
     work.given(lay.L_a, s.moe_layers if layout.ep > 1 else 0, "MoE layers reached by all-to-all")
     if not model.config.is_moe:
         work.given(sym.k_e, 1, "a dense model: its all-to-all terms are zero (L_a = 0)", inline=True)
+        work.given(sym.E, 1, "a dense model: no routed experts to balance (F_x = 0)", inline=True)
     for link, group, what in (
         (lay.BW_tp, layout.tp, "tensor-parallel group"),
         (lay.BW_ep, layout.tp * layout.dp, "expert group"),
@@ -78,6 +79,8 @@ def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> N
     routed = work.library.defining(lay.W_E.symbol)
     assert routed is not None, "formulas/layout.py defines W_E (zero for a dense model)"
     work.compute(routed)
+    if layout.ep > 1:  # the busiest expert rank's share of the routed tokens (1 where experts are not spread)
+        work.compute(work.library.get("expert_imbalance"))
 
 
 def on_layout(work: Work) -> bool:
