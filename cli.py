@@ -128,7 +128,7 @@ def option(name: str) -> Callable[..., Any]:
     kinds: dict[str, dict[str, Any]] = {
         "count": {"type": COUNT},
         "quantity": {"type": _Quantity(declared.unit, declared.example)},
-        "choice": {"type": click.Choice(DTYPES, case_sensitive=False)},
+        "choice": {"type": click.Choice(list(declared.names), case_sensitive=False)},
         "flag": {"is_flag": True, "default": None},
         "path": {"type": _PathText("PATH")},
         "text": {},

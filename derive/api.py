@@ -1130,7 +1130,7 @@ _EXAMPLES = {"claim": "1000 token/s", "step_time": "36 ms", "max_wait": "50 ms"}
 
 def _kind(function: str, keyword: str) -> tuple[str, str, str]:
     """The kind of one API keyword, with an example of a quantity and the names a choice takes."""
-    from derive.inputs import DTYPES, INPUTS
+    from derive.inputs import INPUTS
 
     listed = _LISTED_KINDS.get(function, {})
     if keyword in listed:
@@ -1138,7 +1138,7 @@ def _kind(function: str, keyword: str) -> tuple[str, str, str]:
     declared = INPUTS.get(keyword)
     if declared is not None:
         kind = {"model": "model", "gpu": "gpu"}.get(keyword, declared.kind)
-        return kind, declared.example, ", ".join(DTYPES)
+        return kind, declared.example, ", ".join(declared.names)
     return _OWN_KINDS.get(keyword, ""), _EXAMPLES.get(keyword, ""), ""
 
 

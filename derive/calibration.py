@@ -66,7 +66,10 @@ def _data() -> dict[str, Any]:
 
 def precision_of(dtype: str) -> str:
     """The fit a weight dtype runs with: FP8 GEMMs have their own; 16-bit and weight-only formats the bf16 one."""
-    return "fp8" if dtype.lower() in FP8 else "bf16"
+    from derive.recipes import recipes
+
+    known = recipes().get(dtype.lower())
+    return known.fit if known is not None else "fp8" if dtype.lower() in FP8 else "bf16"
 
 
 FP8 = ("fp8", "fp8_e4m3", "fp8_e5m2")

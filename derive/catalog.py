@@ -22,26 +22,18 @@ from derive.architecture.model import Architecture
 from derive.architecture.reader import read_architecture
 from derive.core.errors import CatalogError, DeriveError
 from derive.core.names import closest
-
-# Bytes per stored value for each number format.
-DTYPE_BYTES: dict[str, sympy.Rational] = {
-    "fp32": sympy.Integer(4),
-    "fp16": sympy.Integer(2),
-    "bf16": sympy.Integer(2),
-    "fp8": sympy.Integer(1),
-    "int8": sympy.Integer(1),
-    "fp4": sympy.Rational(1, 2),
-    "int4": sympy.Rational(1, 2),
-}
+from derive.recipes import recipes
 
 
 def dtype_bytes(dtype: str, option: str = "--dtype") -> sympy.Rational:
+    """Bytes per stored value of a number format or weight recipe, its scales included (formulas/recipes.toml)."""
+    known = recipes()
     try:
-        return DTYPE_BYTES[dtype.lower()]
+        return known[dtype.lower()].bytes
     except KeyError:
         raise CatalogError(
             f"unknown {option} '{dtype}'",
-            f"{closest(dtype, DTYPE_BYTES)}Known: {', '.join(DTYPE_BYTES)}",
+            f"{closest(dtype, known)}Known: {', '.join(known)}",
         ) from None
 
 
@@ -84,12 +76,17 @@ class Gpu:
         dtype = dtype.lower()
         if "flops" in self.overridden:
             return self.flops["override"], "peak FLOP/s given with --flops"
-        if dtype == "fp32" and dtype in self.flops:
-            return self.flops[dtype], "fp32 peak of the CUDA cores (fp32 matmuls do not use the tensor cores)"
-        if dtype in self.flops:
-            return self.flops[dtype], f"{dtype} dense peak"
-        if dtype in ("int8", "int4", "fp4") and "bf16" in self.flops:
-            return self.flops["bf16"], f"{dtype} weights are dequantised: matmuls run at the bf16 peak"
+        gemm = recipes()[dtype].gemm if dtype in recipes() else dtype
+        if gemm == "fp32" and gemm in self.flops:
+            return self.flops[gemm], "fp32 peak of the CUDA cores (fp32 matmuls do not use the tensor cores)"
+        if gemm in self.flops and (gemm == dtype or gemm != "bf16"):
+            return self.flops[gemm], f"{dtype} dense peak" if gemm == dtype else f"{gemm} dense peak ({dtype})"
+        # Weight-only recipes, and 4-bit ones where the accelerator has no FP4 tensor cores, dequantise for bf16.
+        dequantised = gemm == "bf16" or gemm == "fp4"
+        if dtype not in ("fp32", "fp16", "bf16") and gemm != "fp8" and "bf16" in self.flops:
+            if dequantised:
+                return self.flops["bf16"], f"{dtype} weights are dequantised: matmuls run at the bf16 peak"
+            return self.flops["bf16"], f"{dtype}: no {gemm} peak in the datasheet, so the bf16 peak"
         raise CatalogError(
             f"{self.name} has no {dtype} peak in its datasheet",
             f"Pass --flops with the figure to use, or --dtype {'/'.join(self.flops)}",

@@ -13,7 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "fp4", "int4")
+DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "fp4", "int4")  # a cache's or a state's number formats
+
+
+def weight_dtypes() -> tuple[str, ...]:
+    """What --dtype takes: every weight recipe of formulas/recipes.toml (the plain formats among them)."""
+    from derive.recipes import recipes
+
+    return tuple(recipes())
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,12 @@ class Input:
     example: str = ""  # a quantity as typed, for the help's metavar
     short: str = ""  # a one-letter option
     command: str = ""  # the commands that read it ("": the scenario every derivation shares)
+    choices: str = "formats"  # a choice's names: number "formats" (DTYPES) or weight "recipes"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names a choice takes."""
+        return weight_dtypes() if self.choices == "recipes" else DTYPES
 
     @property
     def option(self) -> str:
@@ -45,8 +58,8 @@ _TABLE = (
     Input("flops", "quantity", "Override peak FLOP/s.", unit="FLOP/second", example="989 TFLOP/s"),
     Input("memory", "quantity", "Override memory per accelerator.", unit="byte", example="80 GB"),
     Input("power", "quantity", "Override power per accelerator.", unit="watt", example="700 W"),
-    Input("dtype", "choice", "Weight dtype.", default="bf16"),
-    Input("kv_dtype", "choice", "KV-cache dtype. Default: the weight dtype (bf16 for int8/int4/fp4 weights)."),
+    Input("dtype", "choice", "Weight dtype or recipe (formulas/recipes.toml).", default="bf16", choices="recipes"),
+    Input("kv_dtype", "choice", "KV-cache dtype. Default: the format the weight recipe's activations travel in."),
     Input("context", "count", "Tokens of context per sequence.", default=2048, short="-s"),
     Input("allow_long_context", "flag", "Size a --context beyond the config's position limit anyway (with a note)."),
     Input("tp", "count", "Tensor-parallel degree. Default: the smallest power of two that fits."),

@@ -48,7 +48,7 @@ def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str
     filled = {key: values.get(key) if values.get(key) is not None else default for key, default in DEFAULTS.items()}
 
     fields: dict[str, Any] = {key: filled[key] for key in ("context", "batch", "prompt", "output", "tokens")}
-    fields["dtype"] = _dtype(filled["dtype"], "--dtype")
+    fields["dtype"] = _dtype(filled["dtype"], "--dtype", weights=True)
     if values.get("kv_dtype") is not None:
         fields["kv_dtype"] = _dtype(values["kv_dtype"], "--kv-dtype")
     fields.update({key: values[key] for key in _PLAIN if values.get(key) is not None})
@@ -71,14 +71,16 @@ def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str
     return setup.check_context() if "context" in given else setup
 
 
-def _dtype(value: Any, option: str) -> str:
-    """A dtype name the catalog knows, lower-cased: every command checks it, whether it reads it or not."""
+def _dtype(value: Any, option: str, weights: bool = False) -> str:
+    """A dtype name the catalog knows (a weight recipe for the weights), lower-cased: every command checks it,
+    whether it reads it or not."""
     from derive.core.errors import DeriveError
-    from derive.inputs import DTYPES
+    from derive.inputs import DTYPES, weight_dtypes
 
+    known = weight_dtypes() if weights else DTYPES
     name = str(value).strip().lower()
-    if name not in DTYPES:
-        raise DeriveError(f"unknown {option} '{value}'", f"Known: {', '.join(DTYPES)}")
+    if name not in known:
+        raise DeriveError(f"unknown {option} '{value}'", f"Known: {', '.join(known)}")
     return name
 
 

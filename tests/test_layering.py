@@ -2,7 +2,7 @@
 
 0 derive/core/      units, symbols, formula objects, evaluation, the solver, sheets and rendering, validation
 1 formulas/         the formula library, on the machinery alone
-2 the model         derive/architecture/, the catalog, systems, layouts, calibration, the inputs table
+2 the model         derive/architecture/, the catalog, systems, layouts, calibration, the inputs table, recipes
 3 derivations       what the commands compute (derive/derivations/, planning, sweeps, scenario, plots, answers)
 3 reports/          the question bank: derivations and the helpers of reports/questions/shared.py, never another
                     question, the API or the CLI; found by derive.answers through an entry point, not imported
@@ -17,7 +17,17 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL = {"catalog", "systems", "layouts", "calibration", "inputs", "model_facts", "transformers_check", "figures"}
+MODEL = {
+    "catalog",
+    "systems",
+    "layouts",
+    "calibration",
+    "inputs",
+    "model_facts",
+    "transformers_check",
+    "figures",
+    "recipes",
+}
 
 
 def _modules() -> dict[str, Path]:

@@ -66,6 +66,7 @@ class Architecture:
     max_context: int = 0
     torch_dtype: str = ""
     quantization: str = ""
+    weight_recipe: str = ""  # the recipe (formulas/recipes.toml) quantization_config names, if one does
     expert_format: str = ""
     state_dtype: str = ""
     notes: tuple[str, ...] = field(default=())

@@ -173,6 +173,7 @@ def read_architecture(raw: object, name: str) -> Architecture:
         max_context=k.int("max_position_embeddings", 0, minimum=0),
         torch_dtype=_dtype(k),
         quantization=_quantization(raw),
+        weight_recipe=_weight_recipe(raw),
         expert_format=spec.text(k, "expert_format") or _expert_format(raw),
         state_dtype=spec.text(k, "state_dtype") if "state_dtype" in table else "",
         **_around_the_layers(k, spec),
@@ -568,6 +569,13 @@ def _quantization(raw: Mapping[str, Any]) -> str:
     if not isinstance(quant, dict):
         return ""
     return str(quant.get("quant_method", "")) + (f" {quant['fmt']}" if "fmt" in quant else "")
+
+
+def _weight_recipe(raw: Mapping[str, Any]) -> str:
+    from derive.recipes import from_quantization_config
+
+    quant = raw.get("quantization_config")
+    return from_quantization_config(quant)[0] if isinstance(quant, dict) else ""
 
 
 def _expert_format(raw: Mapping[str, Any]) -> str:

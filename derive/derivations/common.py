@@ -72,8 +72,10 @@ class Setup:
     def kv_format(self) -> str:
         if self.kv_dtype:
             return self.kv_dtype
-        # Weight-only quantisation keeps the cache in 16 bits.
-        return self.dtype if self.dtype in ("fp32", "fp16", "bf16", "fp8") else "bf16"
+        # Weight-only quantisation keeps the cache in 16 bits: the format its activations travel in.
+        from derive.recipes import recipes
+
+        return recipes()[self.dtype].activations
 
     def inputs(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -126,8 +128,14 @@ def model_notes(work: Work, setup: Setup, longest: int | None = None) -> None:
         )
     if arch.max_context and longest and longest > arch.max_context:
         work.note(f"{longest:,} tokens is beyond the {arch.max_context:,} positions of {setup.model.name}'s config")
-    if arch.quantization and setup.dtype != "fp8" and "fp8" in arch.quantization:
-        work.note(f"the checkpoint ships {arch.quantization} weights; pass --dtype fp8 to size it as shipped")
+    if arch.weight_recipe and setup.dtype != arch.weight_recipe:
+        from derive.recipes import recipes
+
+        shipped = recipes()[arch.weight_recipe]
+        work.note(
+            f"the checkpoint ships {shipped.name} weights ({shipped.about}, {format_quantity(8 * shipped.bytes, '')} "
+            f"bits a weight); pass --dtype {shipped.name} to size it as shipped"
+        )
     if arch.expert_format:
         work.note(
             f"the routed experts are sized as the checkpoint ships them ({arch.expert_format}); "

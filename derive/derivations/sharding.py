@@ -13,13 +13,14 @@ from derive.core.sheet import Sheet
 from derive.core.solving import Solution
 from derive.core.units import format_quantity
 from derive.derivations.common import Setup, parallelism, short_form, start
+from derive.recipes import recipes
 from formulas import notation as sym
 from formulas import sharding as sh
 
 
 def activation_format(setup: Setup) -> str:
     """The dtype activations travel in: weight-only quantisation keeps them in 16 bits."""
-    return setup.dtype if setup.dtype in ("fp32", "fp16", "bf16", "fp8") else "bf16"
+    return recipes()[setup.dtype].activations
 
 
 def shard(setup: Setup) -> Sheet:

@@ -1,0 +1,69 @@
+"""Weight recipes: bytes per weight with their scales, the matmul peak they run at, the fit they take.
+
+One table (formulas/recipes.toml) answers what `--dtype` means everywhere: the bytes a weight takes
+(derive/catalog.py's dtype_bytes), the datasheet peak its matmuls reach (Gpu.peak), the calibrated fit
+(derive/calibration.py) and the format activations travel in. A config's quantization_config names the
+recipe its checkpoint ships in (`from_quantization_config`).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    bytes_text: str  # an exact fraction, as written: '1/2 + 5/256'
+    gemm: str  # the datasheet peak its matmuls run at
+    fit: str  # "fp8" or "bf16"
+    activations: str
+    about: str
+    source: str
+
+    @property
+    def bytes(self) -> Any:
+        import sympy
+
+        return sympy.sympify(self.bytes_text, rational=True)
+
+
+@cache
+def recipes() -> dict[str, Recipe]:
+    data = tomllib.loads(files("formulas").joinpath("recipes.toml").read_text(encoding="utf-8"))
+    return {
+        name: Recipe(
+            name,
+            entry["bytes"],
+            entry["gemm"],
+            entry.get("fit", "bf16"),
+            entry.get("activations", "bf16"),
+            entry["about"],
+            entry["source"],
+        )
+        for name, entry in data.items()
+    }
+
+
+def from_quantization_config(quant: Mapping[str, Any]) -> tuple[str, str]:
+    """The recipe a checkpoint's quantization_config names, and why; ('', reason) where none fits it."""
+    method = str(quant.get("quant_method", "")).lower()
+    bits, group = quant.get("bits", quant.get("w_bit")), quant.get("group_size", quant.get("q_group_size"))
+    if method in ("awq", "gptq"):
+        name = f"int4-{method}"
+        if bits == 4 and group == 128:
+            return name, f"{method} with {bits}-bit weights in groups of {group}"
+        return "", f"{method} with {bits}-bit weights in groups of {group}: no recipe here (only 4 bits, group 128)"
+    if method == "fp8":
+        if quant.get("weight_block_size"):
+            return "fp8-block", f"fp8 with {quant['weight_block_size']} weight blocks"
+        dynamic = quant.get("activation_scheme") == "dynamic"
+        return ("fp8-dynamic" if dynamic else "fp8"), f"fp8, {quant.get('activation_scheme', 'static')} activations"
+    if method == "modelopt" and "fp4" in str(quant.get("quant_algo", "")).lower():
+        return "nvfp4", "NVIDIA ModelOpt NVFP4"
+    return "", f"quant_method '{method}'"

@@ -1,0 +1,87 @@
+"""Weight recipes (formulas/recipes.toml): bytes with their scales, the peak their matmuls run at, the fit, and
+what a config's quantization_config names. Issue 26, item 4."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sympy
+
+from derive.calibration import precision_of
+from derive.catalog import dtype_bytes, load_gpu
+from derive.recipes import from_quantization_config, recipes
+
+
+@pytest.mark.parametrize(
+    ("name", "bits"),
+    [
+        # AWQ (Lin et al. 2024), AutoAWQ's GEMM format: 4-bit weights, an fp16 scale and a 4-bit zero per 128.
+        ("int4-awq", 4 + sympy.Rational(16 + 4, 128)),
+        # GPTQ (Frantar et al. 2023), symmetric: an fp16 scale per 128.
+        ("int4-gptq", 4 + sympy.Rational(16, 128)),
+        # NVFP4: an FP8 E4M3 scale per 16 FP4 values (NVIDIA, 2025).
+        ("nvfp4", 4 + sympy.Rational(8, 16)),
+        # MXFP4: an 8-bit E8M0 scale per 32 (OCP MX v1.0).
+        ("mxfp4", 4 + sympy.Rational(8, 32)),
+        # DeepSeek-V3's FP8 blocks: an fp32 scale per 128 x 128 weights (its report, sec. 3.3.2).
+        ("fp8-block", 8 + sympy.Rational(32, 128 * 128)),
+        ("fp8", 8),
+        ("bf16", 16),
+    ],
+)
+def test_bits_per_weight_include_the_scales(name, bits):
+    assert 8 * dtype_bytes(name) == bits
+
+
+def test_every_recipe_has_a_fit_a_peak_and_a_source():
+    for recipe in recipes().values():
+        assert recipe.fit in ("bf16", "fp8") and recipe.gemm and recipe.source and recipe.about
+        assert precision_of(recipe.name) == recipe.fit
+    assert precision_of("fp8-block") == "fp8" and precision_of("int4-awq") == "bf16"
+
+
+@pytest.mark.parametrize(
+    ("gpu", "name", "peak", "says"),
+    [
+        ("b200", "nvfp4", "fp4", "fp4 dense peak (nvfp4)"),
+        ("h100", "nvfp4", "bf16", "dequantised"),
+        ("h100", "int4-awq", "bf16", "dequantised"),
+        ("h100", "fp8-block", "fp8", "fp8 dense peak (fp8-block)"),
+        ("h100", "int8-sq", "bf16", "no int8 peak in the datasheet"),
+    ],
+)
+def test_each_recipe_runs_its_matmuls_at_its_peak(gpu, name, peak, says):
+    accelerator = load_gpu(gpu)
+    figure, note = accelerator.peak(name)
+    assert figure == accelerator.flops[peak] and says in note
+
+
+@pytest.mark.parametrize(
+    ("quant", "recipe"),
+    [
+        ({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}, "int4-awq"),
+        ({"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True}, "int4-gptq"),
+        ({"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}, "fp8-block"),
+        ({"quant_method": "fp8", "activation_scheme": "dynamic"}, "fp8-dynamic"),
+        ({"quant_method": "fp8", "activation_scheme": "static"}, "fp8"),
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, "nvfp4"),
+        ({"quant_method": "awq", "bits": 4, "group_size": 64}, ""),  # no recipe for groups of 64: said, not guessed
+    ],
+)
+def test_quantization_config_names_its_recipe(quant, recipe):
+    assert from_quantization_config(quant)[0] == recipe
+
+
+def test_an_awq_checkpoint_is_sized_as_shipped(run, tmp_path):
+    """The issue: an AWQ 8B was sized as bf16 (16.06 GB) with no word. Llama 3 8B's 8,030,261,248 parameters
+    (Meta's published count) at 4.15625 bits are 4.172 GB; the bf16 sizing now says how the checkpoint ships."""
+    from pathlib import Path
+
+    config = json.loads((Path(__file__).parent.parent / "formulas" / "models" / "llama3-8b.json").read_text())
+    config["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    plain = run("fit", "--config", str(tmp_path), "--json")
+    assert "pass --dtype int4-awq to size it as shipped" in " ".join(json.loads(plain.stdout)["notes"])
+    shipped = json.loads(run("fit", "--config", str(tmp_path), "--dtype", "int4-awq", "--json").stdout)
+    assert shipped["results"]["weight_bytes"]["value"] == pytest.approx(8_030_261_248 * 133 / 256, rel=1e-12)
