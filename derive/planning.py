@@ -602,7 +602,9 @@ def why(chosen: Row, other: Row, prices: dict[str, Any]) -> tuple[str, dict[str,
     ahead = {k: v for k, v in factors.items() if abs(v - 1) > 5e-3}
     if not ahead:
         return "it ties with the runner-up on every factor; the order breaks the tie", factors
-    deciding = max(ahead, key=lambda k: abs(math.log(ahead[k])))
+    # What decides is the pick's largest advantage: a factor against it (below 1) is overcome, not decisive.
+    favours = {k: v for k, v in ahead.items() if v > 1} or ahead
+    deciding = max(favours, key=lambda k: abs(math.log(favours[k])))
     said = ", ".join(f"{k} {v:.2f}x" for k, v in sorted(ahead.items(), key=lambda kv: -abs(math.log(kv[1]))))
     limits = ""
     if deciding == "sequences per accelerator":

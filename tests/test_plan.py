@@ -257,3 +257,18 @@ def test_the_step_terms_of_why_by_hand():
     assert "saves most on weights per rank" in why["says"] and "pays most on tensor-parallel all-reduce" in why["says"]
     terms = why["step_terms_s_per_token"]["weights per rank"]
     assert terms["pick"] < terms["runner_up"]
+
+
+def test_what_decides_is_an_advantage_of_the_pick():
+    """A factor against the pick is overcome, not decisive: Qwen3.5-35B-A3B at 50 ms and 5 req/s picks a layout
+    holding a third of the runner-up's sequences per accelerator (memory-bound), and wins on the rest; the
+    sentence names the pick's largest advantage."""
+    import re
+
+    from derive.planning import runner_up, why
+
+    p = derive.plan("qwen3.5-35b-a3b", tpot="50 ms", rate="5 req/s")
+    said, factors = why(p.pick, runner_up(p.rows, p.pick), p.prices)
+    deciding = re.search(r"(?:: )?([a-z][a-z -]+?) decides", said).group(1)
+    assert factors[deciding] > 1 and factors[deciding] == max(factors.values())
+    assert min(factors.values()) < 1  # the case has a factor against the pick
