@@ -27,6 +27,7 @@ from derive.core.errors import DeriveError
 from derive.core.symbols import Sym
 from derive.layouts import Layout, kv_shards, search, shape
 from derive.systems import Price, System, system_for
+from formulas import calibrated as cal
 from formulas import layout as lay
 from formulas import notation as sym
 
@@ -130,6 +131,12 @@ STEP_TERMS = {
     "FLOPs per rank": (lay.F_g.symbol + lay.A_g.symbol) / sym.P.symbol,
     "tensor-parallel all-reduce": lay.Y_tp.symbol / lay.BW_tp.symbol,
     "expert all-to-all": lay.Y_ep.symbol / lay.BW_ep.symbol,
+    # The busiest expert rank's extra routed-expert FLOPs (formulas/layout.py's I_ep; none at ep = 1).
+    "expert imbalance": (lay.I_ep.symbol - 1)
+    * sym.B.symbol
+    * sym.tau.symbol
+    * cal.F_x.symbol
+    / (sym.n.symbol * lay.dp.symbol * lay.pp.symbol * sym.P.symbol),
     "pipeline sends": (lay.pp.symbol - 1) * lay.Y_pp.symbol / (lay.pp.symbol * lay.BW_pp.symbol),
 }
 
