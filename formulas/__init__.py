@@ -39,6 +39,7 @@ MODULES = (
     "queueing",
     "step_budget",
     "training",
+    "speculative",
 )
 
 

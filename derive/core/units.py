@@ -84,6 +84,10 @@ def parse_quantity(text: str, expected: str, option: str = "") -> sympy.Rational
     if unit_text and unit_text.startswith("/"):
         unit_text = "1" + unit_text  # '10 /s' is ten per second
     value = sympy.Rational(number)
+    if not unit_text and not unit(expected).dimensionality:  # a ratio: a bare number is the whole of it
+        if value <= 0:
+            raise UnitError(f"{where}'{text}' must be positive", "For example '1'")
+        return value
     if not unit_text:
         raise UnitError(
             f"{where}'{text}' has no unit",

@@ -203,7 +203,7 @@ def _side(text: str, other: str) -> Sym | tuple[str, str]:
     return (text.strip(), other.strip())
 
 
-_QUANTITY = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*\S")
+_QUANTITY = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")  # a unit after it, or none (a ratio)
 
 
 def solve_equation(setup: Setup, equation: str, unknown_key: str, settings: list[str]) -> Sheet:
