@@ -607,10 +607,11 @@ def why(chosen: Row, other: Row, prices: dict[str, Any]) -> tuple[str, dict[str,
         tie = "the two fleets cost the same, and the tie goes to the copy cheaper when busy: "
         factors = {k: v for k, v in factors.items() if k != "whole copies for the rate"}
     ahead = {k: v for k, v in factors.items() if abs(v - 1) > 5e-3}
-    if not ahead:
-        return "it ties with the runner-up on every factor; the order breaks the tie", factors
-    # What decides is the pick's largest advantage: a factor against it (below 1) is overcome, not decisive.
-    favours = {k: v for k, v in ahead.items() if v > 1} or ahead
+    # What decides is the pick's largest advantage: a factor against it (below 1) is overcome, not decisive; where
+    # the factors multiply to 1 (or none favours the pick) the two tie, and the order breaks it.
+    favours = {k: v for k, v in ahead.items() if v > 1}
+    if not favours or not tie and abs(math.log(math.prod(factors.values()))) < 1e-6:
+        return "it ties with the runner-up (its factors multiply to 1); the order breaks the tie", factors
     deciding = max(favours, key=lambda k: abs(math.log(favours[k])))
     said = ", ".join(f"{k} {v:.2f}x" for k, v in sorted(ahead.items(), key=lambda kv: -abs(math.log(kv[1]))))
     limits = ""

@@ -59,6 +59,8 @@ def from_quantization_config(quant: Mapping[str, Any]) -> tuple[str, str]:
         if bits == 4 and group == 128:
             return name, f"{method} with {bits}-bit weights in groups of {group}"
         return "", f"{method} with {bits}-bit weights in groups of {group}: no recipe here (only 4 bits, group 128)"
+    if method == "fbgemm_fp8":
+        return "fp8-dynamic", "fbgemm fp8: per-channel weights, per-token activation scales"
     if method == "fp8":
         if quant.get("weight_block_size"):
             return "fp8-block", f"fp8 with {quant['weight_block_size']} weight blocks"

@@ -48,9 +48,9 @@ def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str
     filled = {key: values.get(key) if values.get(key) is not None else default for key, default in DEFAULTS.items()}
 
     fields: dict[str, Any] = {key: filled[key] for key in ("context", "batch", "prompt", "output", "tokens")}
-    fields["dtype"] = _dtype(filled["dtype"], "--dtype", weights=True)
+    fields["dtype"] = checked_dtype(filled["dtype"], "--dtype", weights=True)
     if values.get("kv_dtype") is not None:
-        fields["kv_dtype"] = _dtype(values["kv_dtype"], "--kv-dtype")
+        fields["kv_dtype"] = checked_dtype(values["kv_dtype"], "--kv-dtype")
     fields.update({key: values[key] for key in _PLAIN if values.get(key) is not None})
     overrides = figures(values)
     if need_gpu or values.get("gpu") is not None or overrides:
@@ -71,7 +71,7 @@ def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str
     return setup.check_context() if "context" in given else setup
 
 
-def _dtype(value: Any, option: str, weights: bool = False) -> str:
+def checked_dtype(value: Any, option: str, weights: bool = False) -> str:
     """A dtype name the catalog knows (a weight recipe for the weights), lower-cased: every command checks it,
     whether it reads it or not."""
     from derive.core.errors import DeriveError

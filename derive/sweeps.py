@@ -448,12 +448,12 @@ def plan(
     accelerators = [(g if isinstance(g, Gpu) else load_gpu(g)).with_overrides(**overrides) for g in gpus]
     if not accelerators or not dtypes:
         raise DeriveError("a sweep needs an accelerator and a dtype", "Pass --gpu h100 --dtype bf16, for example")
-    from derive.catalog import dtype_bytes
+    from derive.scenario import checked_dtype
 
-    for dtype in dtypes:
-        dtype_bytes(dtype.lower(), "--dtype")
+    for dtype in dtypes:  # the names every command takes: weight recipes, and plain formats for the cache
+        checked_dtype(dtype, "--dtype", weights=True)
     if kv_dtype is not None:  # '' is no dtype either
-        dtype_bytes(kv_dtype.lower(), "--kv-dtype")
+        checked_dtype(kv_dtype, "--kv-dtype")
     grid = Grid(
         {"model": loaded, "gpu": accelerators, "dtype": [d.lower() for d in dtypes]},
         parsed,

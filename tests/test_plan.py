@@ -288,3 +288,10 @@ def test_the_expert_imbalance_term_of_why_by_hand():
     skew = 1.4 * math.sqrt(2 * 8 * math.log(8) / 128)
     assert chosen.terms["expert imbalance"] == pytest.approx(skew * routed_flops / 989.4e12, rel=1e-9)
     assert all(r.terms["expert imbalance"] == 0 for r in p.rows if r.layout.ep == 1)
+
+
+def test_an_exact_tie_is_called_a_tie():
+    """Two busy copies at the same tokens/s per accelerator (Qwen3-30B-A3B, floor, 15 ms on H100: twice the
+    sequences at twice the step) tie; the sentence says so instead of crediting a factor."""
+    p = derive.plan("qwen3-30b-a3b", "h100", tpot="15 ms", floor=True)
+    assert "ties with the runner-up" in json.loads(p.to_json())["why"]["says"]

@@ -85,3 +85,15 @@ def test_an_awq_checkpoint_is_sized_as_shipped(run, tmp_path):
     assert "pass --dtype int4-awq to size it as shipped" in " ".join(json.loads(plain.stdout)["notes"])
     shipped = json.loads(run("fit", "--config", str(tmp_path), "--dtype", "int4-awq", "--json").stdout)
     assert shipped["results"]["weight_bytes"]["value"] == pytest.approx(8_030_261_248 * 133 / 256, rel=1e-12)
+
+
+def test_a_sweep_takes_only_plain_formats_for_the_cache():
+    import derive
+    from derive.core.errors import DeriveError
+
+    with pytest.raises(DeriveError, match="--kv-dtype"):
+        derive.sweep("max_batch_by_memory", "llama3-8b", "h100", kv_dtype="nvfp4")
+
+
+def test_fbgemm_fp8_names_its_recipe():
+    assert from_quantization_config({"quant_method": "fbgemm_fp8"})[0] == "fp8-dynamic"
