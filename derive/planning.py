@@ -123,8 +123,9 @@ class Compiled:
     terms: Callable[..., Any]  # the step's floor terms, one slot each (STEP_TERMS)
 
 
-# The floor step's terms by name, each one accelerator's time in one slot at full speed (formulas/layout.py): what
-# a layout spends per output token on each, p slots a step over B_L·tau tokens on N_L accelerators, says why it wins.
+# The step's terms by name, each one accelerator's time in one slot at full speed (formulas/layout.py): the floor's,
+# and the busiest expert rank's extra FLOPs, which only the calibrated estimate adds. What a layout spends per output
+# token on each, p slots a step over B_L·tau tokens on N_L accelerators, says why it wins.
 STEP_TERMS = {
     "weights per rank": lay.W_rg.symbol / sym.BW.symbol,
     "KV cache per rank": lay.K_g.symbol / sym.BW.symbol,
@@ -657,7 +658,12 @@ def _step_terms(chosen: Row, other: Row) -> str:
     )
     if not parts:
         return ""
-    return "; of the step's terms at full speed, in accelerator-time per output token, the pick " + " and ".join(parts)
+    skewed = any(row.terms.get("expert imbalance") for row in (chosen, other))
+    kinds = " (the floor's, and the expert imbalance the estimate adds)" if skewed else ""
+    return (
+        f"; of the step's terms at full speed{kinds}, in accelerator-time per output token, the pick "
+        + " and ".join(parts)
+    )
 
 
 def _ranked_by(row: Row) -> str:

@@ -19,7 +19,7 @@ import functools
 
 import sympy
 
-from derive.core.library import Formula, formula, larger
+from derive.core.library import Formula, formula, larger, smaller
 from derive.core.symbols import Sym, constant, define
 from formulas import calibrated as cal
 from formulas import claim as cl
@@ -321,12 +321,17 @@ layout_tpot_floor = formula(
 )
 expert_imbalance = formula(
     I_ep,
-    1 + c_pop.symbol * sympy.sqrt(2 * ep.symbol * sympy.log(ep.symbol) / E.symbol),
+    smaller(
+        1 + c_pop.symbol * sympy.sqrt(2 * ep.symbol * sympy.log(ep.symbol) / E.symbol),
+        ep.symbol,
+        E.symbol / k_e.symbol,
+    ),
     "Routed tokens are not spread evenly, and a slot waits for the expert rank that got the most. A rank's "
     "tokens are the sum of its E/e experts' (placed at random), whose counts spread by c_pop: the rank's spread "
     "is c_pop·sqrt(e/E), and the largest of e ranks lies about sqrt(2·ln e) spreads above the mean (a normal "
-    "maximum); 1 at e = 1. Sampling adds e/(T·k) to the squared spread, under 2% of it from 64 tokens at k = 8, "
-    "and is left out so the step stays linear in the batch. c_pop = 1.4 is fitted to aiconfigurator 0.12's "
+    "maximum); 1 at e = 1, and at most min(e, E/k), a rank holding E/e experts taking min(k, E/e) of every "
+    "token's k routed copies. Sampling adds e/(T·k) to the squared spread, under 2% of it from 64 tokens at "
+    "k = 8, and is left out so the step stays linear in the batch. c_pop = 1.4 is fitted to aiconfigurator 0.12's "
     "profiled MoE kernels (H100, TensorRT-LLM 1.3.0rc20, bf16), 'power_law_1.2' routing over 'balanced' on "
     "2,410 shapes with e > 1 and at least 4,096 tokens: median error 12%, 0.90 to 1.16 by shape "
     "(tools/aiconfigurator_imbalance.py).",

@@ -207,6 +207,19 @@ def test_expert_imbalance_by_hand():
     assert value(lay.I_ep, flat, lib) == 1
 
 
+def test_the_imbalance_is_capped_where_one_rank_takes_every_routed_copy():
+    """Mixtral 8x7B on e = 8 (E = 8 experts, k = 2, its config): the normal maximum 1 + 1.4·sqrt(2·8·ln 8/8) = 3.85
+    is under the cap min(e, E/k) = 4, one expert a rank taking at most 2 of each token's 2 copies over a mean of
+    2/8 of them. With c_pop doubled the estimate, 6.7, would pass the cap and stops at it."""
+    import math
+
+    values, lib = values_at("mixtral-8x7b", Layout(1, 8, 1, 8), batch=256, context=2048)
+    by_hand = 1 + 1.4 * math.sqrt(2 * 8 * math.log(8) / 8)
+    assert float(value(lay.I_ep, values, lib)) == pytest.approx(by_hand, rel=1e-12)
+    doubled = lib.get("expert_imbalance").expr.subs(lay.c_pop.symbol, sympy.Rational(28, 10))
+    assert doubled.subs({lay.ep.symbol: 8, sym.E.symbol: 8, sym.k_e.symbol: 2}) == 4
+
+
 def test_the_busiest_expert_rank_slows_a_compute_bound_step():
     """The imbalance multiplies the routed experts' FLOPs of the busiest rank, not its weights: a prompt pass of
     Qwen3-30B-A3B on tp1 ep8 dp8 (compute-bound) takes longer than it would with routing even, and by no more

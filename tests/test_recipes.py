@@ -18,8 +18,8 @@ from derive.recipes import from_quantization_config, recipes
     [
         # AWQ (Lin et al. 2024), AutoAWQ's GEMM format: 4-bit weights, an fp16 scale and a 4-bit zero per 128.
         ("int4-awq", 4 + sympy.Rational(16 + 4, 128)),
-        # GPTQ (Frantar et al. 2023), symmetric: an fp16 scale per 128.
-        ("int4-gptq", 4 + sympy.Rational(16, 128)),
+        # GPTQ (Frantar et al. 2023), AutoGPTQ QuantLinear: an fp16 scale and a packed 4-bit zero per 128, sym or not.
+        ("int4-gptq", 4 + sympy.Rational(16 + 4, 128)),
         # NVFP4: an FP8 E4M3 scale per 16 FP4 values (NVIDIA, 2025).
         ("nvfp4", 4 + sympy.Rational(8, 16)),
         # MXFP4: an 8-bit E8M0 scale per 32 (OCP MX v1.0).

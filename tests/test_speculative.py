@@ -24,7 +24,7 @@ def test_the_gain_while_memory_bound_by_hand(run):
 
 def test_the_old_form_at_its_limits():
     """No drafted token (k = 0) is one token a pass at a step's cost: the gain is 1 at every batch, exactly; and a
-    draft never accepted (alpha = 0) makes one token a pass. (The CLI's --set takes positive values only.)"""
+    draft never accepted (alpha = 0) makes one token a pass."""
     import sympy
 
     from derive.core.evaluation import inline
@@ -58,3 +58,25 @@ def test_the_batch_where_speculation_stops_paying(run):
     assert gain(math.floor(batch)) > 1 > gain(math.ceil(batch))
     long = _value(run, "solve", "speculative_gain = 1", "--for", "batch", "--model", "llama3-8b", *SETTINGS)
     assert long["batch"]["value"] is None
+
+
+@pytest.mark.parametrize(
+    ("setting", "says"),
+    [
+        ("acceptance_rate=1", "must be below 1"),  # 1 + alpha + ... + alpha^k over 1 - alpha is 0/0 there
+        ("acceptance_rate=1.5", "at most 1"),  # a chance above 1 would gain more than k+1 tokens a pass
+        ("acceptance_rate=-0.1", "at least 0"),
+        ("draft_tokens=2.5", "whole number"),
+        ("draft_tokens=0", "at least 1"),
+    ],
+)
+def test_a_chance_or_a_draft_length_out_of_range_is_refused(run, setting, says):
+    result = run("eval", "speculative_gain", "--model", "llama3-8b", *SETTINGS, "--set", setting)
+    assert result.exit_code == 2
+    assert says in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_draft_never_accepted_gains_nothing_but_its_cost(run):
+    """alpha = 0 is allowed: one token a pass, and the gain is 1/(1 + k·c_d) while memory-bound (1/1.2 here)."""
+    results = _value(run, "eval", "speculative_gain", "--model", "llama3-8b", *SETTINGS, "--set", "acceptance_rate=0")
+    assert results["speculative_gain"]["value"] == pytest.approx(1 / 1.2, rel=1e-12)

@@ -28,7 +28,9 @@ from formulas import prefill as pf
 _COUNT_UNITS = {"", "sequence", "token/sequence", "parameter", "token"}
 # Settings that count whole things (sequences, tokens, accelerators), checked as the options of those names are.
 _WHOLE_UNITS = {"sequence", "token/sequence", "token"}
-_WHOLE = {"tp", "pp", "dp", "ep", "kv_shards"}
+_WHOLE = {"tp", "pp", "dp", "ep", "kv_shards", "draft_tokens"}
+# Settings that are chances: from 0, below 1 (formulas/speculative.py's sum 1 + alpha + ... is 0/0 at 1).
+_CHANCES = {"acceptance_rate"}
 _COUNT_NAMES = {"batch": "batch", "context": "context", "tp": "tp"}
 _LARGEST = 10**18  # a plain number past this is a typo, not a model (parameters number in the trillions)
 _NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
@@ -52,6 +54,14 @@ def parse_setting(text: str) -> tuple[Sym, sympy.Expr]:
     if _NUMBER.match(value) and (target.unit in _WHOLE_UNITS or target.key in _WHOLE):
         # A batch, a context, a degree: a whole number within its sanity bound (derive/core/validate.py), as an option
         return target, sympy.Integer(validate.count(value, _COUNT_NAMES.get(target.key, target.key), f"--set {key}"))
+    if target.key in _CHANCES:
+        chance = validate.number(value, key, f"--set {key}", zero=True, high=1)
+        if chance == 1:
+            raise DeriveError(
+                f"--set {key} must be below 1, got {value}",
+                "Every draft accepted is k+1 tokens a pass: give 0.99, or take tau = k+1 without a draft",
+            )
+        return target, chance
     if _NUMBER.match(value) and target.unit in _COUNT_UNITS:
         return target, validate.number(value, key, f"--set {key}", high=_LARGEST)
     return target, validate.quantity(value, target.unit, f"--set {key}")
