@@ -14,26 +14,27 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import sympy
 
+from derive.batch_roots import largest_batch
 from derive.calibration import calibration
 from derive.catalog import Gpu, Model
 from derive.core.errors import DeriveError
 from derive.core.symbols import Sym
+from derive.disaggregation import Disaggregated, LayoutTable, disaggregate, ranked, verdict
 from derive.layouts import Layout, kv_shards, search, shape
 from derive.systems import Price, System, system_for
 from formulas import calibrated as cal
+from formulas import disaggregated as dis
 from formulas import layout as lay
 from formulas import notation as sym
 
 INPUTS = (sym.n, lay.pp, lay.dp, lay.ep, lay.s_kv, lay.L_a, lay.BW_tp, lay.BW_ep, lay.BW_pp, lay.t_rq)
-_PROBE = (0.0, 1.0, 2.0)  # three batches identify a + b·B + c·q^B exactly
-_CHECK = 7.0  # and a fourth checks that the branch has that form
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class Search:
     layouts: int = 0
     compiled: Compiled | None = None
     inputs: dict[Layout, list[np.ndarray]] = field(default_factory=dict)
+    table: LayoutTable | None = None  # every layout searched, feasible or not (derive/disaggregation.py's pools)
 
 
 # Compiling: the library's layout formulas as numpy functions of the layout inputs and the batch.
@@ -121,6 +123,8 @@ class Compiled:
     held: Callable[..., Any]
     branches: list[tuple[Callable[..., Any], float | None]]  # each branch and its q (None: linear)
     terms: Callable[..., Any]  # the step's floor terms, one slot each (STEP_TERMS)
+    step_branches: list[tuple[Callable[..., Any], float | None]]  # the step alone's (a decode worker's)
+    handover: Callable[..., Any]  # one request's cache one decode accelerator receives (K_h at S_p)
 
 
 # The step's terms by name, each one accelerator's time in one slot at full speed (formulas/layout.py): the floor's,
@@ -169,6 +173,8 @@ def compile_plan(model: Model, gpu: Gpu, dtype: str, targets: Targets, floor: bo
         held=bound(compiled.held),
         branches=[(bound(fn), q) for fn, q in compiled.branches],
         terms=bound(compiled.terms),
+        step_branches=[(bound(fn), q) for fn, q in compiled.step_branches],
+        handover=bound(compiled.handover),
     )
 
 
@@ -207,6 +213,8 @@ def _compile(
     served = library.get("layout_served_tpot").expr
     held_values = dict(values)
     held_values[sym.S] = sympy.Integer(targets.prompt + targets.output)  # the cache at the end of the reply
+    handover_values = dict(values)
+    handover_values[sym.S] = sympy.Integer(targets.prompt)  # the cache a prompt pass hands a decode worker
 
     def numeric(expr: sympy.Expr, context: dict[Sym, sympy.Expr] = values, predict: bool = True) -> sympy.Expr:
         return substituted(expr, swept, context, library, predict)
@@ -235,6 +243,8 @@ def _compile(
         held=numpy(numeric(lay.K_gs.symbol, held_values, predict=False)),
         branches=[(numpy(b), _base(b)) for b in _branches(decode)],
         terms=numpy(numeric(sympy.Tuple(*STEP_TERMS.values()))),
+        step_branches=[(numpy(b), _base(b)) for b in _branches(one_step)],
+        handover=numpy(numeric(dis.K_h.symbol, handover_values, predict=False)),
     )
 
 
@@ -267,53 +277,6 @@ def _base(branch: sympy.Expr) -> float | None:
     if len(bases) > 1:
         raise DeriveError("a step time with two experts' coverage terms has no closed-form largest batch")
     return bases.pop() if bases else None
-
-
-def largest_batch(compiled: Compiled, inputs: Sequence[np.ndarray], target: float) -> np.ndarray:
-    """The largest (real) batch whose step meets `target`, per layout: the least of the branches' roots.
-
-    Each branch is a + b·B + c·q^B. Three batches give a, b and c; a fourth checks the form.
-    Root of a + b·B - C·q^B = T with C = -c > 0, u = ln q < 0: B = D/b + W0(-u·C·q^(D/b)/b)/(-u), D = T - a.
-    """
-    best = np.full(len(inputs[0]), np.inf)
-    for branch, q in compiled.branches:
-        f0, f1, f2 = (np.broadcast_to(branch(*inputs, batch), best.shape).astype(float) for batch in _PROBE)
-        if q is None:
-            a, b, c = f0, f1 - f0, np.zeros_like(f0)
-        else:
-            c = (f2 - 2 * f1 + f0) / (1 - q) ** 2
-            a, b = f0 - c, f1 - f0 - c * (q - 1)
-        predicted = a + b * _CHECK + c * (q**_CHECK if q is not None else 0)
-        actual = np.broadcast_to(branch(*inputs, _CHECK), best.shape)
-        if not np.allclose(predicted, actual, rtol=1e-7, atol=1e-15):
-            raise DeriveError("a branch of the step time is not linear-plus-exponential in the batch")
-        best = np.minimum(best, _root(a, b, c, q, target))
-    return best
-
-
-def _root(a: np.ndarray, b: np.ndarray, c: np.ndarray, q: float | None, target: float) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        d = target - a
-        if q is None:  # a + b·B = T; a branch that does not grow with the batch meets the target always or never
-            return np.where(b > 0, d / np.where(b > 0, b, 1.0), np.where(d >= 0, np.inf, -np.inf))
-        u, big_c = math.log(q), -c
-        flat = np.where(d >= 0, np.inf, np.log(np.maximum(-d, 1e-300) / big_c) / u)  # b = 0: q^B = (a - T)/C
-        z = -u * big_c / np.where(b > 0, b, 1.0) * np.exp(np.clip(u * d / np.where(b > 0, b, 1.0), -700, 700))
-        curved = d / np.where(b > 0, b, 1.0) + _lambert_w0(z) / (-u)
-        return np.where(b > 0, curved, flat)
-
-
-def _lambert_w0(z: np.ndarray) -> np.ndarray:
-    """The principal branch of w·e^w = z for z >= 0 (Halley's iteration from a log start; to 1e-14)."""
-    w = np.where(z < 1, z * (1 - z), np.log1p(z) - np.log(np.log1p(np.log1p(z)) + 1e-300) * (z > 3))
-    for _ in range(50):
-        e = np.exp(w)
-        f = w * e - z
-        step = f / (e * (w + 1) - (w + 2) * f / (2 * w + 2))
-        w = w - step
-        if np.all(np.abs(step) <= 1e-14 * (1 + np.abs(w))):
-            break
-    return w
 
 
 # Searching.
@@ -372,7 +335,8 @@ def search_gpu(
     marginal = at(compiled.ttft, 2.0) - ttft
     marginal_floor = at(compiled.ttft_floor, 2.0) - ttft_floor
     inputs = [*base, marginal]
-    by_tpot = np.floor(largest_batch(compiled, inputs, float(targets.tpot)) + 1e-9)
+    found.table = LayoutTable(layouts, base, by_memory, ttft, marginal)
+    by_tpot = np.floor(largest_batch(compiled.branches, inputs, float(targets.tpot)) + 1e-9)
     batch = np.minimum(np.minimum(by_tpot, by_memory), max_batch)
     for i, layout in enumerate(layouts):
         reason = None
@@ -729,6 +693,21 @@ class Plan:
             front.append(chosen)
         return sorted(front, key=lambda r: (r.cost_per_million is None, r.cost_per_million or 0, -r.per_accelerator))
 
+    @functools.cached_property
+    def disaggregated(self) -> Disaggregated | None:
+        """The best disaggregated pair of pools over every accelerator (derive/disaggregation.py), or None."""
+        found = [
+            split
+            for f in self.searches
+            if (
+                split := disaggregate(
+                    f.table, f.compiled, f.system, f.gpu.name, self.targets, self.prices.get(f.gpu.name), self.max_batch
+                )
+            )
+            is not None
+        ]
+        return min(found, key=ranked) if found else None
+
     @property
     def pick(self) -> Row | None:
         """The cheapest row meeting the targets (without prices, the most tokens per accelerator); None if none."""
@@ -793,6 +772,12 @@ class Plan:
             "(formulas/queueing.py); where TTFT binds, a copy takes fewer requests than its batch could finish (its "
             "batch and TPOT are then the most it runs at); energy is every accelerator at its TDP"
         )
+        if self.disaggregated is not None:
+            out.append(
+                "disaggregated: a prefill pool and a decode pool of the same accelerator, balanced (formulas/"
+                "disaggregated.py); a prefill worker's TTFT is its M/D/1 wait, the prompt pass and the handover of the "
+                "request's cache to its decode worker; a decode worker's TPOT is its step alone"
+            )
         if self.defaults:
             out.append(f"defaults used: {', '.join(self.defaults)}")
         return out
@@ -823,6 +808,7 @@ class Plan:
             "max_micro_batch": self.max_batch,
             "pick": None if chosen is None else chosen.as_dict(),
             "why": self._why_dict(),
+            "disaggregated": self._disaggregated_dict(),
             "pareto": [row.as_dict() for row in self.pareto()],
             "searches": {
                 f.gpu.name: {
@@ -932,7 +918,22 @@ class Plan:
             f"micro-batch {chosen.batch:,} ({chosen.sequences:,} sequences), "
             f"{chosen.per_accelerator:,.0f} tokens/s per accelerator at "
             f"{chosen.per_user:,.1f} tokens/s per user, TPOT {chosen.tpot * 1e3:.1f} ms (floor "
-            f"{chosen.tpot_floor * 1e3:.1f} ms), limited by {chosen.binds}{rate}.{self._why()}"
+            f"{chosen.tpot_floor * 1e3:.1f} ms), limited by {chosen.binds}{rate}.{self._why()}{self._disaggregated()}"
+        )
+
+    def _disaggregated_dict(self) -> dict[str, Any] | None:
+        split, chosen = self.disaggregated, self.pick
+        if split is None or chosen is None:
+            return None
+        return {**split.as_dict(), "says": verdict(chosen, split)}
+
+    def _disaggregated(self) -> str:
+        """' Disaggregated: ...; X wins: ...' where a pair of pools meets the targets."""
+        split, chosen = self.disaggregated, self.pick
+        if split is None or chosen is None:
+            return " No disaggregated pair of pools meets the targets."
+        return (
+            f" Disaggregated, the best pair on {split.gpu}: {split.describe()}. {verdict(chosen, split).capitalize()}."
         )
 
     def _why_dict(self) -> dict[str, Any] | None:

@@ -37,6 +37,7 @@ MODULES = (
     "calibrated",
     "layout",
     "queueing",
+    "disaggregated",
     "step_budget",
     "training",
     "speculative",

@@ -1,0 +1,136 @@
+"""Disaggregated serving (formulas/disaggregated.py, derive/disaggregation.py): issue 26, item 3."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import sympy
+
+from derive.catalog import load_gpu, load_model
+from derive.disaggregation import disaggregate
+from derive.planning import Targets, search_gpu
+from derive.systems import system_for
+from formulas import disaggregated as dis
+from formulas import layout as lay
+from formulas import library
+from formulas import notation as sym
+from formulas import queueing as qu
+
+TARGETS = Targets(ttft=sympy.Integer(2), tpot=sympy.Rational(20, 1000))
+
+
+def _split(model: str = "llama3-8b", gpu: str = "h100", targets: Targets = TARGETS):  # type: ignore[no-untyped-def]
+    found = search_gpu(load_model(model), load_gpu(gpu), "bf16", targets, 8, 1024, None)
+    split = _pools(found, targets)
+    return found, split
+
+
+def _pools(found, targets: Targets):  # type: ignore[no-untyped-def]
+    split = disaggregate(found.table, found.compiled, found.system, found.gpu.name, targets, None, 1024)
+    assert split is not None
+    return split
+
+
+def test_the_pools_by_hand():
+    """Llama 3 8B on H100s, 2,048-token prompts, 256-token replies, TTFT 2 s, TPOT 20 ms.
+
+    - Handover: a token's cache is 2·32 layers·8 KV heads·128·2 bytes = 131,072 B (its config), 2,048 of them
+      split over the decode worker's s_kv = min(tp, 8) shards and p stages, over NVLink (450 GB/s one way, the
+      H100 datasheet's 900 GB/s halved) where both workers fit one 8-GPU node.
+    - Decode worker: Q_d = B_L/(S_o·step); prefill worker: the M/D/1 TTFT (formulas/queueing.py) plus the
+      handover equals the target at Q_p; together S_o/(N_p/Q_p + N_d/Q_d) tokens a second per accelerator.
+    """
+    found, split = _split()
+    table = found.table
+    assert table is not None
+    d = split.decode
+    shards = min(d.tp, 8)
+    assert split.handover_bytes == 2 * 32 * 8 * 128 * 2 * 2048 / (shards * d.pp)
+    assert split.prefill.accelerators + d.accelerators <= 8 and split.handover_link == "NVLink"
+    assert split.handover == pytest.approx(split.handover_bytes / 450e9, rel=1e-12)
+    assert split.decode_step <= 0.020
+    assert split.decode_capacity == pytest.approx(split.decode_sequences / (256 * split.decode_step), rel=1e-12)
+    i = table.layouts.index(split.prefill)
+    alone, per_prompt = float(table.pass_alone[i]), float(table.per_prompt[i])
+    rho = split.prefill_capacity * per_prompt / split.prefill.dp  # each attention rank's share of the prompts
+    wait = rho * per_prompt / (2 * (1 - rho))  # M/D/1, Pollaczek-Khinchine
+    assert alone + wait + split.handover == pytest.approx(2.0, rel=1e-9)
+    assert split.ttft == pytest.approx(2.0, rel=1e-9)  # busy at capacity: the mean TTFT is the target
+    per_accelerator = 256 / (
+        split.prefill.accelerators / split.prefill_capacity + d.accelerators / split.decode_capacity
+    )
+    assert split.per_accelerator == pytest.approx(per_accelerator, rel=1e-12)
+    assert split.prefill_workers_per_decode_worker == pytest.approx(split.decode_capacity / split.prefill_capacity)
+
+
+def test_the_decode_batch_is_the_largest_its_step_allows():
+    """One more sequence and the decode step alone misses the TPOT target (or memory is full)."""
+    found, split = _split()
+    assert found.compiled is not None and found.table is not None
+    i = found.table.layouts.index(split.decode)
+    inputs = [*(column[i : i + 1] for column in found.table.base), found.table.per_prompt[i : i + 1]]
+    over = float(found.compiled.step(*inputs, float(split.decode_batch + 1))[0])
+    assert over > 0.020 or split.decode_batch == int(found.table.by_memory[i])
+
+
+def test_the_old_forms_at_their_limits():
+    """With prompts free (Q_p without bound) the two pools are the decode pool alone, and with no handover the
+    prefill worker's capacity is an aggregated copy's TTFT capacity and its TTFT the queued prompt pass."""
+    lib = library()
+    throughput = lib.get("disaggregated_throughput").expr.subs(
+        dis.f_p.symbol, lib.get("prefill_accelerator_share").expr
+    )
+    throughput = throughput.subs(dis.r_pd.symbol, lib.get("prefill_workers_per_decode_worker").expr)
+    assert sympy.limit(throughput, dis.Q_p.symbol, sympy.oo) == dis.R_dp.symbol
+    capacity = lib.get("prefill_worker_capacity").expr
+    assert sympy.simplify(capacity.subs(dis.t_kv.symbol, 0) - lib.get("ttft_capacity").expr) == 0
+    ttft = lib.get("disaggregated_ttft").expr
+    assert ttft.subs(dis.t_kv.symbol, 0) == qu.ttft_q.symbol
+    # And the decode pool's tokens are an aggregated copy's where prompts add nothing to its step (t_rq = 0).
+    pool = (
+        lib.get("decode_pool_throughput").expr.subs(dis.Q_d.symbol, lay.Q_L.symbol).subs(dis.N_d.symbol, lay.N_L.symbol)
+    )
+    copy = lib.get("throughput_per_accelerator").expr.subs(lay.Q_s.symbol, lay.Q_L.symbol)
+    assert sympy.simplify(pool - copy) == 0 and sym.S_o.symbol in pool.free_symbols
+
+
+def test_a_rate_takes_whole_workers_in_each_pool():
+    targets = Targets(ttft=sympy.Integer(2), tpot=sympy.Rational(20, 1000), rate=sympy.Integer(50))
+    _, split = _split(targets=targets)
+    assert split.workers_for_rate is not None
+    prefill, decode = split.workers_for_rate
+    assert prefill == math.ceil(50 / split.prefill_capacity) and decode == math.ceil(50 / split.decode_capacity)
+    assert split.for_rate == prefill * split.prefill.accelerators + decode * split.decode.accelerators
+    assert split.ttft <= 2.0  # the rate spread over whole prefill workers loads each at most to capacity
+
+
+def test_the_handover_crosses_the_network_past_one_node():
+    """DeepSeek-V3 in bf16 needs more than one 8-GPU H200 node for either pool: the cache crosses a NIC (400 Gb/s,
+    50 GB/s one way, DGX H200 datasheet)."""
+    targets = Targets(ttft=sympy.Integer(3), tpot=sympy.Rational(60, 1000))
+    found = search_gpu(load_model("deepseek-v3"), load_gpu("h200"), "bf16", targets, 64, 1024, None)
+    split = _pools(found, targets)
+    assert split.prefill.accelerators + split.decode.accelerators > 8 and split.handover_link == "the network"
+    assert split.handover == pytest.approx(split.handover_bytes / float(system_for(load_gpu("h200")).network))
+
+
+@pytest.mark.parametrize(
+    ("model", "tpot"),
+    [("qwen3-30b-a3b", "30 ms"), ("gpt-oss-20b", "20 ms"), ("nemotron3-nano", "30 ms"), ("llama3-70b", "50 ms")],
+)
+def test_plan_says_which_mode_wins_and_what_it_computes(run, model, tpot):
+    result = run("plan", "--model", model, "--tpot", tpot, "--json")
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    split, pick = out["disaggregated"], out["pick"]
+    assert split["decode_step_s"] <= float(tpot.split()[0]) / 1000 * (1 + 1e-9) and split["ttft_s"] <= 2.0 + 1e-9
+    ratio = split["tokens_per_s_per_accelerator"] / pick["tokens_per_s_per_accelerator"]
+    gain = split["decode_pool_tokens_per_s_per_accelerator"] / pick["tokens_per_s_per_accelerator"]
+    share = split["prefill_accelerators_per_decode_accelerator"]
+    assert ratio == pytest.approx(gain / (1 + share), rel=1e-9)
+    winner = "disaggregated" if split["usd_per_million_tokens"] < pick["usd_per_million_tokens"] else "aggregated"
+    assert split["says"].startswith(f"{winner} wins") and f"= {ratio:.2f}x" in split["says"]
+    text = run("plan", "--model", model, "--tpot", tpot)
+    assert f"{winner.capitalize()} wins" in text.stdout
