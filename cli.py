@@ -132,6 +132,7 @@ def option(name: str) -> Callable[..., Any]:
         "flag": {"is_flag": True, "default": None},
         "path": {"type": _PathText("PATH")},
         "text": {},
+        "number": {"metavar": "NUMBER"},
     }
     # A command's own input carries its default here; a shared one is filled in by the scenario (derive/scenario.py).
     own = {"default": declared.default, "show_default": False} if declared.command else {}
@@ -255,6 +256,7 @@ prompt_option = option("prompt")
 output_option = option("output")
 layout_options = (option("ep"), option("pp"), option("dp"))
 floor_option = option("floor")
+speculation_options = tuple(option(name) for name in ("draft_tokens", "acceptance", "draft_cost", "mtp"))
 vs_option = click.option("--vs", required=True, help="The accelerator to compare with.")
 tokens_option = option("tokens")
 link_option = click.option(
@@ -296,6 +298,7 @@ _sheet_command(
     prompt_option,
     output_option,
     floor_option,
+    *speculation_options,
     reads=("dtype", "kv_dtype"),
     figure=True,
 )
@@ -436,6 +439,7 @@ def simulate_batching(
 @output_option
 @dtype_option
 @_options(*(option(name) for name in ("max_gpus", "max_batch", "price", "floor")))
+@_options(*speculation_options)
 @figure_option
 @json_option
 def plan(as_json: bool, figure: str | None, gpus: str, tpot: Any, **kwargs: Any) -> None:

@@ -566,6 +566,10 @@ def predict(
     prompt: int | None = None,
     output: int | None = None,
     floor: bool | None = None,
+    draft_tokens: int | None = None,
+    acceptance: Any = None,
+    draft_cost: Any = None,
+    mtp: bool | None = None,
     dtype: str | None = None,
     kv_dtype: str | None = None,
     bandwidth: Any = None,
@@ -573,7 +577,9 @@ def predict(
     memory: Any = None,
 ) -> Derivation:
     """TTFT, TPOT, throughput and end-to-end latency: the roofline floor and the calibrated estimate, on tensor
-    parallelism or on any layout `derive plan` searches (ep, pp, dp; batch is then one micro-batch).
+    parallelism or on any layout `derive plan` searches (ep, pp, dp; batch is then one micro-batch), with a
+    speculative draft or the config's MTP modules where asked (TPOT is then a verification pass and its drafts
+    over the tokens they gain).
 
     >>> r = derive.predict("llama3-8b", batch=8)
     >>> r.results["tpot_floor"] < r.results["tpot"]
@@ -952,6 +958,10 @@ def plan(
     max_batch: int | None = None,
     price: str | None = None,
     floor: bool | None = None,
+    draft_tokens: int | None = None,
+    acceptance: Any = None,
+    draft_cost: Any = None,
+    mtp: bool | None = None,
 ) -> Any:
     """The cheapest layout (tp, ep, pp, dp) meeting TTFT and TPOT targets, over every valid layout and accelerator.
 
@@ -976,8 +986,9 @@ def plan(
         INPUTS[k].default if v is None else v
         for k, v in (("ttft", ttft), ("max_gpus", max_gpus), ("max_batch", max_batch))
     )
+    drafted = {"draft_tokens": draft_tokens, "acceptance": acceptance, "draft_cost": draft_cost, "mtp": mtp}
     setup = scenario.build(
-        _inputs({"model": model, "config": config, "prompt": prompt, "output": output, "dtype": dtype})
+        _inputs({"model": model, "config": config, "prompt": prompt, "output": output, "dtype": dtype, **drafted})
     )
     gpus = [g if isinstance(g, Gpu) else load_gpu(g) for g in _listed(gpu)]
     if not gpus:
@@ -988,6 +999,7 @@ def plan(
         rate=None if rate is None else _quantity(rate, "sequence/second", "--rate"),
         prompt=setup.prompt,
         output=setup.output,
+        speculation=setup.speculation,
     )
     return planning.plan(
         setup.model,

@@ -26,7 +26,8 @@ def weight_dtypes() -> tuple[str, ...]:
 @dataclass(frozen=True)
 class Input:
     name: str  # the API keyword, the scenario key and the Setup field
-    kind: str  # "count", "quantity", "choice", "flag", "text" or "path"
+    kind: str  # "count", "quantity", "number" (a plain one, bounds checked where it is read), "choice", "flag",
+    # "text" or "path"
     help: str
     default: Any = None  # None: none, or a rule the help states
     unit: str = ""  # a quantity's unit
@@ -86,6 +87,32 @@ _TABLE = (
         unit="sequence/second",
         example="20 req/s",
         command="plan, simulate batching",
+    ),
+    # Speculative decoding (derive/speculation.py checks them together; formulas/speculative.py).
+    Input(
+        "draft_tokens",
+        "count",
+        "Speculative decoding: tokens a draft proposes a sequence before each verification pass (with --acceptance "
+        "and --draft-cost; with --mtp, the config's MTP modules by default).",
+        command="plan, predict",
+    ),
+    Input(
+        "acceptance",
+        "number",
+        "Chance the model accepts each drafted token, from 0 to below 1 (with --mtp: 0.85, DeepSeek-V3's report).",
+        command="plan, predict",
+    ),
+    Input(
+        "draft_cost",
+        "number",
+        "One draft step's time over one verification pass, from 0 to 1 (with --mtp: one layer of the model's).",
+        command="plan, predict",
+    ),
+    Input(
+        "mtp",
+        "flag",
+        "Draft with the config's own multi-token-prediction modules (DeepSeek-V3's num_nextn_predict_layers).",
+        command="plan, predict",
     ),
     Input("max_gpus", "count", "Most accelerators one copy may use.", 64, command="plan"),
     Input("max_batch", "count", "Most sequences in one micro-batch.", 1024, command="plan"),

@@ -28,6 +28,7 @@ from derive.core.errors import DeriveError
 from derive.core.symbols import Sym
 from derive.disaggregation import Disaggregated, LayoutTable, disaggregate, ranked, verdict
 from derive.layouts import Layout, kv_shards, search, shape
+from derive.speculation import NONE, Speculation
 from derive.systems import Price, System, system_for
 from formulas import calibrated as cal
 from formulas import disaggregated as dis
@@ -44,6 +45,7 @@ class Targets:
     rate: sympy.Rational | None = None  # requests a second
     prompt: int = 2048
     output: int = 256
+    speculation: Speculation = NONE
 
 
 @dataclass
@@ -207,9 +209,10 @@ def _compile(
     values.update({sym.S_p: sympy.Integer(targets.prompt), sym.S_o: sympy.Integer(targets.output)})
     values.setdefault(sym.k_e, sympy.Integer(1))  # a dense model: multiplied by L_a = 0
     values.setdefault(sym.E, sympy.Integer(1))  # and its imbalance by F_x = 0
+    values.update(targets.speculation.values())
     swept = [*figures, *INPUTS, sym.B]
     arguments = [s.symbol for s in swept]
-    step = lay.tpot_f if floor else lay.tpot_c
+    step = lay.t_tok_f if floor else lay.t_tok  # the decode step, and any draft, for tau tokens a sequence
     served = library.get("layout_served_tpot").expr
     held_values = dict(values)
     held_values[sym.S] = sympy.Integer(targets.prompt + targets.output)  # the cache at the end of the reply
@@ -225,8 +228,8 @@ def _compile(
     # Substituted together: the forms share most of their terms, and inlining walks them once.
     decode, tpot_floor, one_step, ttft, ttft_floor, weights = numeric(
         sympy.Tuple(
-            served.xreplace({lay.tpot_c.symbol: step.symbol}),
-            served.xreplace({lay.tpot_c.symbol: lay.tpot_f.symbol}),
+            served.xreplace({lay.t_tok.symbol: step.symbol}),
+            served.xreplace({lay.t_tok.symbol: lay.t_tok_f.symbol}),
             step.symbol,
             (lay.ttft_f if floor else lay.ttft_c).symbol,
             lay.ttft_f.symbol,
@@ -777,6 +780,11 @@ class Plan:
                 "disaggregated: a prefill pool and a decode pool of the same accelerator, balanced (formulas/"
                 "disaggregated.py); a prefill worker's TTFT is its M/D/1 wait, the prompt pass and the handover of the "
                 "request's cache to its decode worker; a decode worker's TPOT is its step alone"
+            )
+        if self.targets.speculation:
+            out.append(
+                self.targets.speculation.describe() + "; TPOT is a verification pass and its draft steps over the "
+                "tokens a sequence gains from them (formulas/speculative.py)"
             )
         if self.defaults:
             out.append(f"defaults used: {', '.join(self.defaults)}")

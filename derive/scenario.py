@@ -19,6 +19,7 @@ from derive.inputs import DEFAULTS, OVERRIDES  # declared once, with their help 
 _PLAIN = ("tp", "ep", "pp", "dp", "claim", "floor", "allow_long_context")
 
 
+SPECULATION = ("draft_tokens", "acceptance", "draft_cost", "mtp")  # read together (derive/speculation.py)
 LINKS = ("nvlink", "network")  # named links: the system's NVLink, its scale-out network per accelerator
 
 
@@ -67,6 +68,10 @@ def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str
             fields["link_name"] = link.strip().lower()
         else:
             fields["link"] = _quantity(link, "byte/second", "link")
+    if any(values.get(key) is not None for key in SPECULATION):
+        from derive.speculation import speculation
+
+        fields["speculation"] = speculation(model, dict(values))
     setup = Setup(model=model, defaults=tuple(defaults), **fields)
     return setup.check_context() if "context" in given else setup
 

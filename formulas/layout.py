@@ -25,6 +25,7 @@ from formulas import calibrated as cal
 from formulas import claim as cl
 from formulas import energy as en
 from formulas import roofline as rf
+from formulas import speculative as sp
 from formulas import utilisation as ut
 from formulas.collectives import exchange, over_link, ring_allreduce
 from formulas.energy import P_acc
@@ -113,6 +114,13 @@ c_pop = constant(
     "spread of the tokens each routed expert gets, as a coefficient of variation (fitted to aiconfigurator)",
 )
 I_ep = define("expert_imbalance", "I_ep", "", r"I_{ep}", "busiest expert rank's routed tokens over the mean rank's")
+tau_v = define(
+    "layout_tokens_through",
+    "tau_v",
+    "token/sequence",
+    r"\tau_{v}",
+    "tokens each sequence carries through a step: its own, and the k a draft proposes for checking",
+)
 t_mg = define(
     "layout_memory_time", "t_mg", "second", r"t_{mem,g}", "one accelerator's bytes of a slot at full bandwidth"
 )
@@ -148,6 +156,16 @@ t_rq = define(
     "second/sequence",
     r"t_{rq}",
     "time one more prompt adds to a step that already reads the weights (TTFT of two prompts less that of one)",
+)
+t_tok = define(
+    "layout_token_time",
+    "t_tok",
+    "second",
+    r"t_{tok}",
+    "decode time for tau tokens a sequence, speculation's drafts and verification included",
+)
+t_tok_f = define(
+    "layout_token_time_floor", "t_tok_f", "second", r"t_{tok,f}", "floor of the decode time for tau tokens a sequence"
 )
 tpot_s = define(
     "layout_served_tpot", "TPOT_s", "second", r"\mathrm{TPOT}_{s}", "time per output token users see, prefills included"
@@ -259,19 +277,19 @@ kv_read_per_accelerator = formula(
 )
 gemm_flops_per_accelerator = formula(
     F_g,
-    _per(B.symbol * tau.symbol * F.symbol, n, dp, pp),
+    _per(B.symbol * tau_v.symbol * F.symbol, n, dp, pp),
     f"{_SLOT} A rank's tokens through its 1/n of the replicated matrices, and every token's experts spread over "
     "the stage: either way 1/(n·d·p) of the step's FLOPs.",
 )
 attention_flops_per_accelerator = formula(
     A_g,
-    _per(B.symbol * tau.symbol * F_att.symbol, n, dp, pp),
+    _per(B.symbol * tau_v.symbol * F_att.symbol, n, dp, pp),
     f"{_SLOT} Query heads split n ways; each rank attends only its own sequences.",
 )
 rank_activation_bytes = formula(
     X_r,
-    _per(B.symbol * tau.symbol * v_d.symbol * b_a.symbol, dp),
-    "One attention rank's B/d sequences each carry tau d-wide activations per layer.",
+    _per(B.symbol * tau_v.symbol * v_d.symbol * b_a.symbol, dp),
+    "One attention rank's B/d sequences each carry tau_v d-wide activations per layer.",
 )
 tp_sent_bytes = formula(
     Y_tp,
@@ -339,7 +357,7 @@ expert_imbalance = formula(
 layout_slot_time = formula(
     t_sc,
     _calibrated_slot(
-        tokens=B.symbol * tau.symbol,
+        tokens=B.symbol * tau_v.symbol,
         activations=X_r,
         fixed=cal.t_L,
         link=(cal.alpha_ar, cal.eta_link),
@@ -407,9 +425,26 @@ layout_ttft = formula(
     "The stages one after another, and the p-1 sends between them.",
 )
 
+layout_tokens_through = formula(
+    tau_v,
+    tau.symbol * (1 + sp.k_d.symbol),
+    "A verification pass runs each sequence's own token and the k drafted after it through the weights "
+    "(formulas/speculative.py); without a draft (k = 0) it is a step's tau.",
+)
+layout_token_time = formula(
+    t_tok,
+    tpot_c.symbol * (1 + sp.k_d.symbol * sp.c_d.symbol) * tau.symbol / sp.tau_sp.symbol,
+    "A pass and its k draft steps (each c_d of the pass, which costs a step while the reads bound it) gain "
+    "tau_sp tokens a sequence: the time for tau of them. Without a draft it is the step.",
+)
+layout_token_time_floor = formula(
+    t_tok_f,
+    tpot_f.symbol * (1 + sp.k_d.symbol * sp.c_d.symbol) * tau.symbol / sp.tau_sp.symbol,
+    "The same over the floor's step.",
+)
 layout_served_tpot = formula(
     tpot_s,
-    tpot_c.symbol + B_L.symbol / dp.symbol * tau.symbol * t_rq.symbol / S_o.symbol,
+    t_tok.symbol + B_L.symbol / dp.symbol * tau.symbol * t_rq.symbol / S_o.symbol,
     "An aggregated server interleaves prompt passes with the decode steps (chunked prefill): each of a rank's "
     "B_L/d sequences needs its prompt pass once in S_o/tau steps, and the rank's steps carry that work "
     "(Agrawal et al. 2024, 'Sarathi-Serve'; aiconfigurator's aggregated mode).",

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from derive.catalog import load_gpu, load_model
 from derive.core.evaluation import evaluate
 from derive.layouts import Layout, check, kv_shards, search, shape
+from derive.speculation import NONE
 from derive.sweeps import predictor_inputs
 from derive.systems import catalog_price, prices, system_for, systems
 from formulas import calibrated as cal
@@ -51,6 +52,7 @@ def values_at(model_name, layout, batch=1, context=4096, gpu="h100"):
     )
     values.setdefault(sym.k_e, sympy.Integer(1))
     values.setdefault(sym.E, sympy.Integer(1))
+    values.update(NONE.values())  # no draft
     return values, lib
 
 

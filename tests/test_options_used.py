@@ -49,7 +49,13 @@ VALUES = {
     "--max-batch": ["8"],
     "--max-gpus": ["1"],
     "--price": ["h100=5 USD/h"],
+    # A draft is its three figures together (derive/speculation.py); --mtp runs on a config that ships MTP modules.
+    "--draft-tokens": ["4", "--acceptance", "0.7", "--draft-cost", "0.05"],
+    "--acceptance": ["0.7", "--draft-tokens", "4", "--draft-cost", "0.05"],
+    "--draft-cost": ["0.05", "--draft-tokens", "4", "--acceptance", "0.7"],
+    "--mtp": [],
 }
+MTP_BASE = ["--model", "deepseek-v3", "--gpu", "b200", "--dtype", "fp8"]  # its config ships one MTP module
 # Options whose effect is elsewhere than stdout, or that need a base of their own.
 SEPARATE = {"--config", "--allow-long-context", "--out", "--figure", "--quiet", "--help", "--list", "--format"}
 SKIP_COMMANDS = {"measure", "sheets", "models", "gpus", "formulas", "check", "answer"}
@@ -82,6 +88,9 @@ def _cases():  # type: ignore[no-untyped-def]
         if name == "predict":  # expert and attention data parallelism mean something for a mixture of experts
             base = ["predict", "--model", "mixtral-8x7b"]
         for option in sorted(o for o in options - SEPARATE if o.startswith("--")):
+            if option == "--mtp":
+                yield name, [*path, *MTP_BASE, *(["--tpot", "50 ms"] if name == "plan" else [])], option
+                continue
             if name == "sweep":
                 # The sweep reads what its target reads: energy per token is the one that reads the power.
                 target = "energy_per_token" if option == "--power" else "predict"

@@ -80,3 +80,90 @@ def test_a_draft_never_accepted_gains_nothing_but_its_cost(run):
     """alpha = 0 is allowed: one token a pass, and the gain is 1/(1 + k·c_d) while memory-bound (1/1.2 here)."""
     results = _value(run, "eval", "speculative_gain", "--model", "llama3-8b", *SETTINGS, "--set", "acceptance_rate=0")
     assert results["speculative_gain"]["value"] == pytest.approx(1 / 1.2, rel=1e-12)
+
+
+# Issue 26, item 6: plan and predict take a draft, or the config's own MTP modules.
+
+DRAFT = ("--draft-tokens", "4", "--acceptance", "0.7", "--draft-cost", "0.05")
+
+
+def test_predict_with_a_draft_by_hand(run):
+    """TPOT is the verification pass (the layout step with k+1 = 5 tokens a sequence through the weights) and its
+    4 draft steps of 5% of a pass, over the tau_sp = (1 - 0.7^5)/0.3 tokens they gain."""
+    out = _value(run, "predict", "--model", "llama3-8b", "--batch", "8", *DRAFT)
+    tau_sp = (1 - 0.7**5) / 0.3
+    assert out["tokens_per_pass"]["value"] == pytest.approx(tau_sp, rel=1e-12)
+    for name in ("tpot", "tpot_floor"):
+        drafted = out[name.replace("tpot", "pass")]["value"] * (1 + 4 * 0.05) / tau_sp
+        assert out[name]["value"] == pytest.approx(drafted, rel=1e-12)
+
+
+def test_the_layout_step_is_the_old_one_without_a_draft():
+    """k = 0 and alpha = 0: one token through the weights and one gained, the time per token the step itself."""
+    from formulas import layout as lay
+    from formulas import library
+
+    lib = library()
+    for name, step in (("layout_token_time", lay.tpot_c), ("layout_token_time_floor", lay.tpot_f)):
+        expr = lib.get(name).expr.subs(speculative_tau_sp(), lib.get("speculative_tokens_per_pass").expr)
+        assert expr.subs({_k(): 0, _alpha(): 0}) == step.symbol
+    from formulas import notation as sym
+
+    assert lib.get("layout_tokens_through").expr.subs(_k(), 0) == sym.tau.symbol
+
+
+def speculative_tau_sp():  # type: ignore[no-untyped-def]
+    from formulas import speculative
+
+    return speculative.tau_sp.symbol
+
+
+def _k():  # type: ignore[no-untyped-def]
+    from formulas import speculative
+
+    return speculative.k_d.symbol
+
+
+def _alpha():  # type: ignore[no-untyped-def]
+    from formulas import speculative
+
+    return speculative.alpha_acc.symbol
+
+
+def test_mtp_reads_the_config():
+    """DeepSeek-V3's config.json ships num_nextn_predict_layers = 1 (its published config); Llama 3 70B none."""
+    from derive.catalog import load_model
+    from derive.speculation import speculation
+
+    drafted = speculation(load_model("deepseek-v3"), {"mtp": True})
+    assert (drafted.draft_tokens, float(drafted.acceptance)) == (1, 0.85)  # DeepSeek-V3 report, sec. 5.4.3
+    assert drafted.draft_cost == pytest.approx(1 / 61)  # one MTP layer of its 61
+    assert load_model("llama3-70b").config.mtp_layers == 0
+
+
+def test_plan_with_mtp_meets_its_target_with_more_tokens(run):
+    """The MTP plan meets TPOT per output token, and makes more tokens a second per accelerator than without."""
+    args = ("plan", "--model", "deepseek-v3", "--dtype", "fp8-block", "--gpu", "b200", "--tpot", "50 ms", "--json")
+    plain = json.loads(run(*args).stdout)
+    result = run(*args, "--mtp")
+    assert result.exit_code == 0, result.stderr
+    drafted = json.loads(result.stdout)
+    assert drafted["pick"]["tpot_s"] <= 0.050 * (1 + 1e-9)
+    assert drafted["pick"]["tokens_per_s_per_accelerator"] > plain["pick"]["tokens_per_s_per_accelerator"]
+    assert any("speculative decoding" in note for note in drafted["notes"])
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--model", "llama3-70b", "--mtp"), "no multi-token-prediction modules"),
+        (("--model", "llama3-8b", "--acceptance", "0.7"), "none is given"),
+        (("--model", "llama3-8b", "--draft-tokens", "4"), "needs --acceptance and --draft-cost"),
+        (("--model", "llama3-8b", *DRAFT[:2], "--acceptance", "1", "--draft-cost", "0.1"), "below 1"),
+        (("--model", "llama3-8b", *DRAFT[:4], "--draft-cost", "2"), "at most 1"),
+    ],
+)
+@pytest.mark.parametrize("command", [("predict",), ("plan", "--tpot", "50 ms")])
+def test_a_draft_badly_described_is_refused(run, command, args, says):
+    result = run(*command, *args)
+    assert result.exit_code == 2 and says in result.stderr and "Traceback" not in result.stderr

@@ -69,6 +69,7 @@ class Architecture:
     weight_recipe: str = ""  # the recipe (formulas/recipes.toml) quantization_config names, if one does
     expert_format: str = ""
     state_dtype: str = ""
+    mtp_layers: int = 0  # multi-token-prediction modules the checkpoint ships beside its layers (DeepSeek-V3: 1)
     notes: tuple[str, ...] = field(default=())
 
     # What the derivations ask of a model, whatever its layers.

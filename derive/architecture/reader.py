@@ -160,8 +160,12 @@ def read_architecture(raw: object, name: str) -> Architecture:
                 f"{limit:,}: within the positions the model takes, those layers attend to every token"
             )
     mtp = k.get("num_nextn_predict_layers") or k.get("mtp_num_hidden_layers") or k.get("num_mtp_modules")
-    if isinstance(mtp, int) and mtp > 0:
-        notes.append(f"the {mtp} multi-token-prediction layer(s) are left out, as transformers builds the model")
+    mtp = mtp if isinstance(mtp, int) and not isinstance(mtp, bool) and mtp > 0 else 0
+    if mtp:
+        notes.append(
+            f"the {mtp} multi-token-prediction layer(s) are left out of the counts, as transformers builds the model "
+            "(--mtp drafts with them)"
+        )
     hyper = spec.number(k, "hyper", 0)
     fields = dict(
         name=name,
@@ -173,6 +177,7 @@ def read_architecture(raw: object, name: str) -> Architecture:
         max_context=k.int("max_position_embeddings", 0, minimum=0),
         torch_dtype=_dtype(k),
         quantization=_quantization(raw),
+        mtp_layers=mtp,
         weight_recipe=_weight_recipe(raw),
         expert_format=spec.text(k, "expert_format") or _expert_format(raw),
         state_dtype=spec.text(k, "state_dtype") if "state_dtype" in table else "",

@@ -106,6 +106,17 @@ def number(
     return exact
 
 
+def chance(value: object, option: str) -> sympy.Rational:
+    """A probability from 0 to below 1, exact (a speculative draft's acceptance: 1 is 0/0 in its sum)."""
+    exact = number(value, option.lstrip("-"), option, zero=True, high=1)
+    if exact == 1:
+        raise DeriveError(
+            f"{option} must be below 1, got {value}",
+            "Every draft accepted is k+1 tokens a pass: give 0.99, or take tau = k+1 without a draft",
+        )
+    return exact
+
+
 def quantity(text: object, expected: str, option: str = "") -> sympy.Rational:
     """'3.35 TB/s' as an exact value in base units, of the right dimension, within the dimension's sanity bound."""
     value = parse_quantity(str(text), expected, option)

@@ -69,6 +69,7 @@ def calibration_notes(work: Work, fit: Calibration) -> None:
             f"and fixed times stand in, applied to {fit.gpu}'s own datasheet figures"
         )
     work.note(
-        "the estimate does not carry in-flight batching or scheduler overheads, speculative decoding, or software "
-        "other than the profiled tables' (TensorRT-LLM); its error by model kind is in benchmarks/predictor_error.py"
+        "the estimate does not carry in-flight batching or scheduler overheads, speculative decoding (a draft's "
+        "gain, where asked, is formulas/speculative.py's expectation over the profiled step), or software other than "
+        "the profiled tables' (TensorRT-LLM); its error by model kind is in benchmarks/predictor_error.py"
     )

@@ -14,6 +14,7 @@ from derive.core.library import Formula, Library
 from derive.core.sheet import Sheet, Work
 from derive.core.symbols import Sym
 from derive.core.units import format_quantity
+from derive.speculation import NONE, Speculation
 from formulas import layout as lay
 from formulas import library, roofline
 from formulas import notation as sym
@@ -42,6 +43,7 @@ class Setup:
     claim: sympy.Rational | None = None  # claimed tokens/s per user (claim)
     floor: bool = False  # the roofline floor alone, no calibrated estimate (predict)
     allow_long_context: bool = False  # a --context past the config's positions, sized anyway
+    speculation: Speculation = NONE  # a draft's tokens, acceptance and cost, or the config's MTP (plan, predict)
     defaults: tuple[str, ...] = field(default=())  # options the user left to their defaults
 
     def __post_init__(self) -> None:
@@ -94,8 +96,9 @@ class Setup:
 
     @property
     def plain_tp(self) -> bool:
-        """Tensor parallelism alone (Layout(tp)): the layout formulas reduce to the roofline's and calibrated's."""
-        return (self.ep, self.pp, self.dp) == (1, 1, 1)
+        """Tensor parallelism alone (Layout(tp)) and no draft: the layout formulas reduce to the roofline's and
+        calibrated's (a draft's verification pass is the layout formulas' alone)."""
+        return (self.ep, self.pp, self.dp) == (1, 1, 1) and not self.speculation
 
 
 def model_library(model: Model) -> Library:

@@ -19,6 +19,7 @@ from derive.core.sheet import Sheet, Work
 from derive.core.symbols import Sym, all_symbols, by_key, lookup, tagged
 from derive.core.units import format_quantity
 from derive.derivations.common import Setup, chose_default, default_tp, kv_values, model_library, start, weight_format
+from derive.speculation import NONE
 from formulas import energy as en
 from formulas import library
 from formulas import notation as sym
@@ -55,13 +56,7 @@ def parse_setting(text: str) -> tuple[Sym, sympy.Expr]:
         # A batch, a context, a degree: a whole number within its sanity bound (derive/core/validate.py), as an option
         return target, sympy.Integer(validate.count(value, _COUNT_NAMES.get(target.key, target.key), f"--set {key}"))
     if target.key in _CHANCES:
-        chance = validate.number(value, key, f"--set {key}", zero=True, high=1)
-        if chance == 1:
-            raise DeriveError(
-                f"--set {key} must be below 1, got {value}",
-                "Every draft accepted is k+1 tokens a pass: give 0.99, or take tau = k+1 without a draft",
-            )
-        return target, chance
+        return target, validate.chance(value, f"--set {key}")
     if _NUMBER.match(value) and target.unit in _COUNT_UNITS:
         return target, validate.number(value, key, f"--set {key}", high=_LARGEST)
     return target, validate.quantity(value, target.unit, f"--set {key}")
@@ -185,6 +180,7 @@ def layout_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
         lay.L_a: (shape(setup.model).moe_layers if ep > 1 else 0, "MoE layers reached by all-to-all"),
         sym.k_e: (1, "a dense model: its all-to-all terms are zero"),
         sym.E: (1, "a dense model: no routed experts to balance"),
+        **{q: (v, "no draft") for q, v in NONE.values().items()},
     }
     if system is not None:
         for link, group in ((lay.BW_tp, tp), (lay.BW_ep, tp * dp), (lay.BW_pp, tp * pp * dp)):

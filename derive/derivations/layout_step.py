@@ -8,6 +8,8 @@ forms under the same names, so knee, energy, claim, utilisation and compare work
 
 from __future__ import annotations
 
+import sympy
+
 from derive.catalog import Gpu
 from derive.core.errors import DeriveError
 from derive.core.sheet import Work
@@ -44,12 +46,17 @@ def setup_layout(setup: Setup, command: str) -> tuple[Gpu, Layout, System]:
 
     if setup.gpu is None:
         raise DeriveError(f"{command} needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
-    if setup.tp is None:
+    tp = setup.tp
+    if tp is None and (setup.ep, setup.pp, setup.dp) == (1, 1, 1):  # a draft on tensor parallelism alone
+        from derive.derivations.common import smallest_tp
+
+        tp = smallest_tp(setup, context=sympy.Integer(setup.prompt + setup.output))
+    if tp is None:
         raise DeriveError(
             "--ep, --pp and --dp describe a layout with its tensor-parallel degree", "Pass --tp too (1 for none)"
         )
     system = system_for(setup.gpu)
-    return setup.gpu, check(setup.model, Layout(setup.tp, setup.ep, setup.pp, setup.dp), system), system
+    return setup.gpu, check(setup.model, Layout(tp, setup.ep, setup.pp, setup.dp), system), system
 
 
 def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> None:
@@ -68,6 +75,9 @@ def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> N
     if not model.config.is_moe:
         work.given(sym.k_e, 1, "a dense model: its all-to-all terms are zero (L_a = 0)", inline=True)
         work.given(sym.E, 1, "a dense model: no routed experts to balance (F_x = 0)", inline=True)
+    said = setup.speculation.source if setup.speculation else "no draft"
+    for quantity, value in setup.speculation.values().items():
+        work.given(quantity, value, said, inline=not setup.speculation)
     for link, group, what in (
         (lay.BW_tp, layout.tp, "tensor-parallel group"),
         (lay.BW_ep, layout.tp * layout.dp, "expert group"),

@@ -189,7 +189,17 @@ def predict_on_layout(setup: Setup) -> Sheet:
         result = {"layout_ttft_floor": "ttft_floor", "layout_ttft": "ttft"}.get(name)
         work.compute(work.library.get(name), result)
     work.heading("Decode (at the mean context, prompt plus half the output)")
-    _decode_step(work, setup, fit is not None, ("tpot_floor", "tpot"))
+    drafted = bool(setup.speculation)
+    if drafted:  # the pass checks each sequence's k drafts: tau_v tokens through the weights
+        work.compute(work.library.get("layout_tokens_through"))
+    _decode_step(work, setup, fit is not None, ("pass_floor", "pass") if drafted else ("tpot_floor", "tpot"))
+    if drafted:
+        work.heading("Speculative decoding (formulas/speculative.py): a pass and its drafts over the tokens gained")
+        work.compute(work.library.get("speculative_tokens_per_pass"), "tokens_per_pass")
+        work.compute(work.library.get("layout_token_time_floor"), "tpot_floor")
+        if fit:
+            work.compute(work.library.get("layout_token_time"), "tpot")
+        work.note(setup.speculation.describe())
     work.compute(work.library.get("layout_sequences"), "sequences")
     work.note(
         "the floor: peak bandwidth and FLOP/s and full link speed, whichever binds, no kernel launch or scheduling "
