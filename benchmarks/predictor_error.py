@@ -2,10 +2,12 @@
 
     python3 benchmarks/predictor_error.py
 
-Against aiconfigurator 0.12's profiled TensorRT-LLM grid (benchmarks/data/aiconfigurator-0.12.json), per
-accelerator: how many points the floor exceeds (it never should), and the calibrated estimate's
-|relative error| on the models the fit did not see (formulas/calibration.json; tools/calibrate.py),
-dense and MoE apart. Against the published static-batch measurements (reports/data/measured.toml), the
+Against aiconfigurator 0.12's profiled TensorRT-LLM grids (benchmarks/data/aiconfigurator-0.12.json, bf16, and
+-fp8.json), per accelerator and precision: how many points the floor exceeds (it never should), and the
+calibrated estimate's |relative error| on the models the fit did not see (formulas/calibration.json;
+tools/calibrate.py), dense and MoE apart; where a fit covers tensor-parallel sizes up to a limit only (L40S over
+PCIe), its error beyond the limit on a row of its own. Then what a borrowed fit costs, where it was measured.
+Against the published static-batch measurements (reports/data/measured.toml), the
 calibrated estimate's error through `derive predict` itself. Targets (issue 11): no floor above a
 profiled value; held-out TPOT median <= 5 %, p90 <= 12 %; TTFT median <= 7 %, p90 <= 18 %; MoE median
 <= 10 %; against measurements median <= 20 %.
@@ -44,32 +46,56 @@ def profiled_table(precision: str) -> None:
     calibration = json.loads((ROOT / "formulas" / "calibration.json").read_text())["accelerators"]
     print(f"Against aiconfigurator 0.12, {precision} (held-out models; median and p90 of |error|)")
     print(
-        f"{'gpu':6} {'points':>6} {'floor>aic':>9}  {'TPOT':>13}  {'TTFT':>13}  {'dense TPOT':>13}  "
+        f"{'gpu':10} {'points':>6} {'floor>aic':>9}  {'TPOT':>13}  {'TTFT':>13}  {'dense TPOT':>13}  "
         f"{'dense TTFT':>13}  {'MoE TPOT':>13}  {'MoE TTFT':>13}"
     )
     groups = list(profiled.groups(precision))
     trained: list[str] = []
     for gpu in profiled.SYSTEMS.values():
-        mine = [g for g in groups if g.gpu == gpu]
-        if not mine:
+        within, beyond = profiled.by_tp_scope([g for g in groups if g.gpu == gpu])
+        if not within:
             continue
         fit = calibration[gpu][precision]["values"]
         above = sum(
             int(np.sum(g.predict(f"{out}_floor", fit) > g.columns[out] * (1 + 1e-9)))
-            for g in mine
+            for g in within + beyond
             for out in ("ttft", "tpot")
         )
-        chosen = profiled.training_models(mine)
-        test = [g for g in mine if g.model not in chosen]
-
-        def errors(out: str, kinds: tuple[bool, ...], test: list[profiled.Group] = test, fit: dict = fit) -> list:  # type: ignore[type-arg]
-            return [g.predict(out, fit) / g.columns[out] - 1 for g in test if g.moe in kinds]
-
-        points = sum(len(g.columns["tp"]) for g in mine)
+        chosen = profiled.training_models(within)
         trained.append(f"{gpu}: {', '.join(sorted(chosen))}")
-        cells = [_stats(errors(out, kinds)) for kinds in ((False, True), (False,), (True,)) for out in ("tpot", "ttft")]
-        print(f"{gpu:6} {points:6} {above:9}  " + "  ".join(cells))
-    print("trained on " + "; ".join(trained) + "; every other model held out\n")
+        # The fit's own range first; beyond the largest tensor-parallel size it covers, apart.
+        rows: list[tuple[str, list[profiled.Group], int | None]] = [(gpu, within, above)]
+        if beyond:
+            rows.append((f"{gpu} tp>{profiled.MAX_TP[gpu]}", beyond, None))
+        for label, mine, floor_above in rows:
+            test = [g for g in mine if g.model not in chosen]
+
+            def errors(out: str, kinds: tuple[bool, ...], test: list[profiled.Group] = test, fit: dict = fit) -> list:  # type: ignore[type-arg]
+                return [g.predict(out, fit) / g.columns[out] - 1 for g in test if g.moe in kinds]
+
+            points = sum(len(g.columns["tp"]) for g in mine)
+            kinds = ((False, True), (False,), (True,))
+            cells = [_stats(errors(out, k)) for k in kinds for out in ("tpot", "ttft")]
+            shown = "" if floor_above is None else floor_above
+            print(f"{label:10} {points:6} {shown:>9}  " + "  ".join(cells))
+    print("trained on " + "; ".join(trained) + "; every other model held out")
+    print(", ".join(f"{gpu} fitted to tp <= {tp}" for gpu, tp in profiled.MAX_TP.items()) + " (profiled.MAX_TP)\n")
+
+
+def borrowed_table() -> None:
+    """What a borrowed fit costs, as tools/calibrate.py measured it (calibration.json, borrowed)."""
+    borrowed = json.loads((ROOT / "formulas" / "calibration.json").read_text()).get("borrowed", {})
+    print("Borrowed fits, measured where they can be (median and p90 of |error|, held-out models)")
+    for kind in ("accelerator", "precision"):
+        for precision, entry in borrowed.get(kind, {}).items():
+            by = entry.get("fitted_on", "each accelerator's")
+            what = f"{by} {entry['fitted_precision']} fit for {precision}"
+            tpot, ttft = entry["test_error"]["tpot"], entry["test_error"]["ttft"]
+            print(
+                f"  {what:36} TPOT {tpot['median']:6.1%} {tpot['p90']:6.1%}  TTFT {ttft['median']:6.1%} "
+                f"{ttft['p90']:6.1%}  on {entry['measured_on']}"
+            )
+    print()
 
 
 def measured_table() -> None:
@@ -122,4 +148,5 @@ if __name__ == "__main__":
     for precision, path in profiled.GRIDS.items():
         if path.exists():
             profiled_table(precision)
+    borrowed_table()
     measured_table()

@@ -1,19 +1,21 @@
 """aiconfigurator's profiled grid, and derive's predictor compiled for each of its (accelerator, model) pairs.
 
 Shared by tools/calibrate.py (which fits the calibrated terms) and benchmarks/predictor_error.py
-(which prints how far the floor and the fit are from the profiled values). The grid is
-benchmarks/data/aiconfigurator-0.12.json, made by tools/aiconfigurator_grid.py.
+(which prints how far the floor and the fit are from the profiled values). The grids are
+benchmarks/data/aiconfigurator-0.12.json (bf16) and aiconfigurator-0.12-fp8.json, made by
+tools/aiconfigurator_grid.py.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import sympy
 
 from derive.calibration import FITTED
 from derive.catalog import Model, load_config_path, load_gpu, load_model
@@ -26,7 +28,26 @@ DATA = Path(__file__).resolve().parent / "data"
 GRIDS = {"bf16": DATA / "aiconfigurator-0.12.json", "fp8": DATA / "aiconfigurator-0.12-fp8.json"}
 CONFIGS = DATA / "configs"
 
-SYSTEMS = {"h100_sxm": "h100", "h200_sxm": "h200", "a100_sxm": "a100"}
+# aiconfigurator's system -> derive's catalog name: the same GPU, the same dense peaks and link. Only b200's
+# memory bandwidth differs (8.0 TB/s in the catalog, 7.7 in aiconfigurator's b200_sxm.yaml), which its fitted
+# efficiencies absorb (they are relative to the catalog's figures), and memory sizes, which no latency reads.
+SYSTEMS = {
+    "h100_sxm": "h100",
+    "h200_sxm": "h200",
+    "a100_sxm": "a100",
+    "b200_sxm": "b200",
+    "gb200": "gb200",
+    "l40s": "l40s",
+}
+# One-way GPU-to-GPU bandwidth where the catalog has no link but aiconfigurator's tables run tensor parallel:
+# the L40S has no NVLink, its all-reduces cross PCIe 4.0 x16 (aiconfigurator-core systems/l40s.yaml,
+# intra_node_bw = pcie_bw = 32 GB/s per GPU, one way). The catalog's own link wins where it has one.
+LINKS = {"l40s": sympy.Integer(32 * 10**9)}
+# The largest tensor-parallel size a fit covers where one link efficiency cannot follow the tables beyond it.
+# L40S all-reduces cross PCIe switches and sockets: aiconfigurator's l40s TensorRT-LLM all-reduce table takes
+# 53 ms for 512 Mi bf16 values at tp 2, 319 at tp 4 and 885 at tp 8, where a ring over one link would take
+# 1.5x and 1.75x its tp 2 time, not 6x and 17x. Points beyond are held out of the fit and their error is said.
+MAX_TP = {"l40s": 2}
 # aiconfigurator's name (the Hugging Face id) -> derive's catalog name, or a config under data/configs.
 # Llama 3.1 differs from Llama 3 only in its RoPE scaling, which costs nothing here.
 MODELS = {
@@ -90,6 +111,22 @@ class Group:
         args = [fitted[s.key] for s in FITTED]
         return np.broadcast_to(self.functions[output](*self.workload, *args), self.columns["tp"].shape)
 
+    def subset(self, mask: np.ndarray) -> Group | None:
+        """The group's points where `mask` holds, or None if there are none."""
+        if not mask.any():
+            return None
+        return replace(self, columns={k: v[mask] for k, v in self.columns.items()})
+
+
+def by_tp_scope(groups: list[Group]) -> tuple[list[Group], list[Group]]:
+    """The groups' points at the tensor-parallel sizes their accelerator's fit covers (MAX_TP), and the rest."""
+    within, beyond = [], []
+    for g in groups:
+        inside = g.columns["tp"] <= MAX_TP.get(g.gpu, np.inf)
+        within.append(g.subset(inside))
+        beyond.append(g.subset(~inside))
+    return [g for g in within if g], [g for g in beyond if g]
+
 
 def groups(precision: str = "bf16") -> Iterator[Group]:
     """Every (accelerator, model) pair of the precision's grid that derive can read, compiled once."""
@@ -99,7 +136,10 @@ def groups(precision: str = "bf16") -> Iterator[Group]:
         rows = [p for p in points if (p["system"], p["model"]) == (system, hf_name)]
         gpu, name = SYSTEMS[system], MODELS[hf_name]
         model = model_for(name)
-        values, library = predictor_inputs(model, load_gpu(gpu), precision, fitted=False)
+        catalog = load_gpu(gpu)
+        if catalog.link is None and gpu in LINKS:
+            catalog = replace(catalog, link=LINKS[gpu])
+        values, library = predictor_inputs(model, catalog, precision, fitted=False)
         swept = list(AXES) + list(FITTED)
         functions = {
             column: compile_expression(expr, swept, values, library, predict=True) for column, expr in OUTPUTS.items()

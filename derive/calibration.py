@@ -2,7 +2,8 @@
 
 tools/calibrate.py fits them to profiled kernel timings and writes formulas/calibration.json;
 this module reads that file. An accelerator without a fit of its own takes the default's
-values (efficiencies and fixed times carry over better than nothing), and says so.
+values (efficiencies and fixed times carry over better than nothing), and says so, with what
+borrowing was measured to cost where it could be (Calibration.borrowed_error).
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ class Calibration:
     values: dict[Any, sympy.Expr]
     source: str
     test_error: dict[str, dict[str, float]]  # output -> median, p90, points
+    # A borrowed fit's error where it could be measured (a borrowing accelerator has no profiled points), as
+    # test_error, and on what; None for a fit of its own.
+    borrowed_error: dict[str, dict[str, float]] | None = None
+    borrowed_error_on: str = ""
+    max_tp: int | None = None  # the largest tensor-parallel size the fit covers, where it stops short of the tables'
 
     @property
     def borrowed(self) -> bool:
@@ -89,7 +95,37 @@ def calibration(gpu: Gpu, dtype: str = "bf16") -> Calibration:
     source = (
         f"fitted to {data['source']} on {fit['system']} in {fitted_precision}, models {', '.join(fit['train_models'])}"
     )
-    return Calibration(gpu.name, precision, fitted_on, fitted_precision, values, source, fit["test_error"])
+    measured = _borrowed_error(data, gpu.name, precision, fitted_on, fitted_precision)
+    return Calibration(
+        gpu.name,
+        precision,
+        fitted_on,
+        fitted_precision,
+        values,
+        source,
+        fit["test_error"],
+        borrowed_error=measured["test_error"] if measured else None,
+        borrowed_error_on=measured["measured_on"] if measured else "",
+        max_tp=fit.get("max_tp"),
+    )
+
+
+def _borrowed_error(
+    data: dict[str, Any], gpu: str, precision: str, fitted_on: str, fitted_precision: str
+) -> dict[str, Any] | None:
+    """calibration.json's measurement of borrowing this fit (tools/calibrate.py, borrowed), if it is borrowed.
+
+    Another accelerator's fit is measured as the default's fit on every accelerator with a fit of its own; a
+    bf16 fit for another precision as each accelerator's bf16 fit on its own points in that precision.
+    """
+    if (fitted_on, fitted_precision) == (gpu, precision):
+        return None  # a fit of its own
+    kind = "accelerator" if fitted_on != gpu else "precision"
+    entry = data.get("borrowed", {}).get(kind, {}).get(precision)
+    if entry is None or entry["fitted_precision"] != fitted_precision or entry.get("fitted_on", fitted_on) != fitted_on:
+        return None
+    found: dict[str, Any] = entry
+    return found
 
 
 @cache

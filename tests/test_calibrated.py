@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from hypothesis import given, settings
@@ -19,9 +20,9 @@ def _json(run, *args):
 
 
 def test_fitted_values_are_efficiencies_and_non_negative_times():
-    for name in ("h100", "h200", "a100"):
-        fit = calibration(load_gpu(name))
-        assert not fit.borrowed
+    for name, dtype in itertools.product(("h100", "h200", "a100", "b200", "gb200", "l40s"), ("bf16", "fp8")):
+        fit = calibration(load_gpu(name), dtype)
+        assert fit.borrowed == ((name, dtype) == ("a100", "fp8"))  # an A100 has no FP8 tables to fit
         for quantity in FITTED:
             value = float(fit.values[quantity])
             assert value >= 0
@@ -30,9 +31,23 @@ def test_fitted_values_are_efficiencies_and_non_negative_times():
 
 
 def test_an_accelerator_without_a_fit_borrows_the_default_and_says_so(run):
-    out = _json(run, "predict", "--model", "llama3-8b", "--gpu", "b200")
+    out = _json(run, "predict", "--model", "llama3-8b", "--gpu", "mi300x")
     assert out["results"]["tpot"]["value"] > out["results"]["tpot_floor"]["value"]
-    assert any("no fit for b200" in note for note in out["notes"])
+    assert any("no fit for mi300x" in note for note in out["notes"])
+
+
+def test_a_borrowed_fit_carries_its_measured_error_and_a_fit_of_its_own_none():
+    other = calibration(load_gpu("mi300x"))
+    assert (other.fitted_on, other.fitted_precision) == ("h100", "bf16")
+    assert other.borrowed_error is not None and 0 < other.borrowed_error["tpot"]["median"] < 1
+    assert "h100" not in other.borrowed_error_on.split(" in ")[0]  # measured on the other accelerators
+    fp8 = calibration(load_gpu("a100"), "fp8")
+    assert (fp8.fitted_on, fp8.fitted_precision) == ("a100", "bf16")
+    assert fp8.borrowed_error is not None and "bf16 fit" in fp8.borrowed_error_on
+    for name in ("h100", "b200", "l40s"):
+        own = calibration(load_gpu(name), "fp8")
+        assert own.borrowed_error is None and own.borrowed_error_on == ""
+    assert calibration(load_gpu("l40s")).max_tp == 2 and calibration(load_gpu("h100")).max_tp is None
 
 
 def test_json_carries_floor_estimate_and_every_term(run):
@@ -44,16 +59,16 @@ def test_json_carries_floor_estimate_and_every_term(run):
 
 
 def test_tensor_parallelism_without_a_link_is_one_line(run):
-    result = run("predict", "--model", "llama3-8b", "--gpu", "l40s", "--tp", "2")
+    result = run("predict", "--model", "llama3-8b", "--gpu", "rtx4090", "--tp", "2")
     assert result.exit_code == 2
-    assert result.stderr.startswith("derive: error: l40s has no GPU-to-GPU link") and "--floor" in result.stderr
-    assert run("predict", "--model", "llama3-8b", "--gpu", "l40s", "--tp", "2", "--floor").exit_code == 0
+    assert result.stderr.startswith("derive: error: rtx4090 has no GPU-to-GPU link") and "--floor" in result.stderr
+    assert run("predict", "--model", "llama3-8b", "--gpu", "rtx4090", "--tp", "2", "--floor").exit_code == 0
 
 
 @settings(max_examples=10, deadline=None)
 @given(
     st.sampled_from(["llama3-8b", "mixtral-8x7b", "qwen3-30b-a3b", "gpt-oss-20b", "qwen3.5-27b"]),
-    st.sampled_from(["h100", "h200", "a100", "b200"]),
+    st.sampled_from(["h100", "h200", "a100", "b200", "gb200"]),
 )
 def test_the_estimate_is_never_below_the_floor(model, gpu):
     grid = Grid(

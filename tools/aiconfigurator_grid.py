@@ -52,7 +52,9 @@ import tempfile
 import time
 import warnings
 
-SYSTEMS = ["h100_sxm", "h200_sxm", "a100_sxm"]
+# Every system whose GPU the catalog (formulas/gpus.toml) also has: h100, h200, a100, b200, gb200, l40s.
+# gb200 is a GB200 NVL72 GPU (tp 8 spans two 4-GPU trays over the rack's NVLink switch); l40s talks over PCIe 4.0.
+SYSTEMS = ["h100_sxm", "h200_sxm", "a100_sxm", "b200_sxm", "gb200", "l40s"]
 BACKEND = "trtllm"
 # HF ids; aiconfigurator names its models by HF id.
 MODELS = [
@@ -170,6 +172,12 @@ def _silicon_frac(lat: dict, src: dict) -> float | None:
     if total <= 0:
         return None
     return _r(sum(v for k, v in lat.items() if src.get(k) == "silicon") / total, 3)
+
+
+def _why(e: Exception, core_dir: str) -> str:
+    """The exception in 300 characters, its table paths relative to site-packages (the same in any venv)."""
+    text = str(e).replace(os.path.dirname(core_dir) + os.sep, "")
+    return f"{type(e).__name__}: {text[:300]}"
 
 
 def resolve_model_path(hf_id: str, tmp_root: str, aic_common, core_dir: str):
@@ -552,6 +560,7 @@ def main(argv=None) -> int:
             continue
         versions[system] = version
         print(f"{system}: {BACKEND} {version}", flush=True)
+        t_system = time.time()
         backend = get_backend(BACKEND)
         for hf_id, (path, info, moe) in resolved.items():
             quant = QUANT
@@ -587,7 +596,7 @@ def main(argv=None) -> int:
                     model = get_model(path, mc, BACKEND)
                     session = InferenceSession(model, db, backend)
                 except Exception as e:  # noqa: BLE001 - record why and move on
-                    skip(system, hf_id, tp, f"model build failed: {type(e).__name__}: {str(e)[:300]}")
+                    skip(system, hf_id, tp, f"model build failed: {_why(e, core_dir)}")
                     continue
                 got, n_oom, last, err = [], 0, None, None
                 for isl in ISLS:
@@ -597,7 +606,7 @@ def main(argv=None) -> int:
                                 RuntimeConfig(batch_size=b, isl=isl, osl=OSL), mode="static", stride=STRIDE
                             )
                         except Exception as e:  # noqa: BLE001
-                            err = f"{type(e).__name__}: {str(e)[:300]}"
+                            err = _why(e, core_dir)
                             break
                         if s.check_oom():
                             n_oom += 1
@@ -665,6 +674,7 @@ def main(argv=None) -> int:
                         return 1
                 points.extend(got)
                 print(f"  {hf_id} tp={tp}: {len(got)} points ({n_oom} OOM skipped)", flush=True)
+        print(f"{system}: {time.time() - t_system:.0f} s", flush=True)
 
     shutil.rmtree(tmp_root, ignore_errors=True)
     points.sort(key=lambda p: (p["system"], p["model"], p["tp"], p["isl"], p["batch"]))

@@ -1,11 +1,15 @@
 """Fit the calibrated predictor's terms per accelerator; write formulas/calibration.json.
 
-    python3 tools/calibrate.py            # in the project's own environment (numpy, derive)
+    python3 tools/calibrate.py                  # in the project's own environment (numpy, derive)
+    python3 tools/calibrate.py --only b200 l40s  # refit these; keep the other accelerators' fits as they are
 
 The data are aiconfigurator 0.12's profiled TensorRT-LLM timings (benchmarks/data/aiconfigurator-0.12.json,
-made by tools/aiconfigurator_grid.py in its own virtual environment). The fit is split by model:
-it sees only the training models (benchmarks/profiled.py training_models) and reports its error on them and,
-separately, on every other model of the grid.
+and aiconfigurator-0.12-fp8.json, made by tools/aiconfigurator_grid.py in its own virtual environment), one fit
+per accelerator and precision. The fit is split by model: it sees only the training models (benchmarks/profiled.py
+training_models) and reports its error on them and, separately, on every other model of the grid. Where one link
+efficiency cannot follow an accelerator's all-reduces (L40S over PCIe), it keeps to the tensor-parallel sizes it
+can (profiled.MAX_TP) and reports its error beyond them apart. A borrowed fit's error is measured where it can be
+(`borrowed` in the output): on the accelerators and precisions that have a fit of their own.
 
 Every term of formulas/calibrated.py is linear in one fitted coefficient (a fixed time, a latency,
 an inverse efficiency, a pass count) except where two sit under one Max. So the fit alternates:
@@ -16,10 +20,12 @@ subsets of coefficients at their bound. Three or four rounds settle it.
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +45,17 @@ INVERTED = {cal.eta_link, cal.eta_linkp, cal.eta_w, cal.eta_kv, cal.eta_g, cal.e
 # against attention's FLOPs. Every other term adds.
 PAIRS = ((cal.eta_w, (cal.eta_g, cal.eta_p)), (cal.eta_kv, (cal.eta_a,)))
 ROUNDS = 12
+MAX_TP_NOTE = (
+    "fitted and tested on tensor-parallel sizes up to max_tp only (benchmarks/profiled.py MAX_TP): beyond it the "
+    "profiled all-reduces slow down per byte far more than one link efficiency follows; beyond_max_tp_test_error "
+    "is the fit's error there, on the same held-out models"
+)
+BORROWED_NOTE = (
+    "what a borrowed fit costs, measured on accelerators that have their own fit (a borrowing one has no profiled "
+    "points to measure on): 'accelerator' is the default's fit on every other accelerator's held-out models, which an "
+    "accelerator without a fit takes; 'precision' is each accelerator's bf16 fit on its own held-out models in that "
+    "precision, which an accelerator with no fit in it takes (no_points: those with no profiled points in it)"
+)
 
 
 def _unit(j: int | None) -> dict[str, float]:
@@ -129,9 +146,16 @@ def fit(
 
 def errors(groups: list[profiled.Group], values: dict[str, float]) -> dict[str, dict[str, float]]:
     """Median and 90th-percentile |relative error| of TTFT and TPOT over the groups' points."""
+    return errors_each([(groups, values)])
+
+
+def errors_each(parts: list[tuple[list[profiled.Group], dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """errors() over every part's groups at that part's values, pooled."""
     out = {}
     for output in ("ttft", "tpot"):
-        relative = np.concatenate([np.abs(g.predict(output, values) / g.columns[output] - 1) for g in groups])
+        relative = np.concatenate(
+            [np.abs(g.predict(output, values) / g.columns[output] - 1) for groups, values in parts for g in groups]
+        )
         out[output] = {
             "median": round(float(np.median(relative)), 4),
             "p90": round(float(np.percentile(relative, 90)), 4),
@@ -140,21 +164,39 @@ def errors(groups: list[profiled.Group], values: dict[str, float]) -> dict[str, 
     return out
 
 
-def fit_precision(precision: str) -> dict[str, dict]:  # type: ignore[type-arg]
-    """One fit per accelerator of the precision's grid, with its train and test errors."""
+def split(groups: list[profiled.Group]) -> tuple[list[profiled.Group], list[profiled.Group], list[profiled.Group]]:
+    """One accelerator's groups as the fit's training set, its held-out models, and held-out points beyond MAX_TP."""
+    within, beyond = profiled.by_tp_scope(groups)
+    chosen = profiled.training_models(within)
+    train = [g for g in within if g.model in chosen]
+    return train, [g for g in within if g.model not in chosen], [g for g in beyond if g.model not in chosen]
+
+
+def fit_precision(
+    precision: str,
+    all_groups: list[profiled.Group],
+    kept: dict[str, dict] | None = None,  # type: ignore[type-arg]
+) -> dict[str, dict]:  # type: ignore[type-arg]
+    """One fit per accelerator of the precision's grid, with its train and test errors.
+
+    `kept` (accelerator -> precision -> fit, as calibration.json holds them) are taken as they are, not refitted.
+    """
+    kept = kept or {}
     grid = json.loads(profiled.GRIDS[precision].read_text())
-    all_groups = list(profiled.groups(precision))
     fits = {}
     widths = [FITTED.index(cal.w_0), FITTED.index(cal.w_0p)]
     default_widths: dict[int, float] = {}
     # The default accelerator first: where a system has no MoE model to train on, its narrow width is the default's.
     for system, gpu in sorted(profiled.SYSTEMS.items(), key=lambda item: item[1] != DEFAULT):
-        mine = [g for g in all_groups if g.system == system]
-        if not mine:
+        if gpu in kept:
+            if precision in kept[gpu]:
+                fits[gpu] = kept[gpu][precision]
+                if gpu == DEFAULT:
+                    default_widths = {j: float(fits[gpu]["values"][FITTED[j].key]) for j in widths}
+            continue
+        train, test, beyond = split([g for g in all_groups if g.system == system])
+        if not train:
             continue  # no tables in this precision (an A100 has no FP8)
-        chosen = profiled.training_models(mine)
-        train = [g for g in mine if g.model in chosen]
-        test = [g for g in mine if g.model not in chosen]
         basis, target, weights = design(train)
         fixed = {} if any(g.moe for g in train) else {j: default_widths.get(j, 0.0) for j in widths}
         theta = fit(basis, target, weights, fixed)
@@ -175,25 +217,83 @@ def fit_precision(precision: str) -> dict[str, dict]:  # type: ignore[type-arg]
             "dense_test_error": errors([g for g in test if not g.moe], values),
             "moe_test_error": errors(moe, values) if moe else None,
         }
+        if gpu in profiled.MAX_TP:  # fitted and tested up to a tensor-parallel size; the error beyond it said
+            fits[gpu]["max_tp"] = profiled.MAX_TP[gpu]
+            fits[gpu]["max_tp_note"] = MAX_TP_NOTE
+            fits[gpu]["beyond_max_tp_test_error"] = errors(beyond, values) if beyond else None
         print(f"{gpu} {precision}: {json.dumps(fits[gpu]['values'])}")
-        for split in ("train_error", "test_error", "dense_test_error", "moe_test_error"):
-            print(f"  {split}: {fits[gpu][split]}")
+        for part in ("train_error", "test_error", "dense_test_error", "moe_test_error", "beyond_max_tp_test_error"):
+            if part in fits[gpu]:
+                print(f"  {part}: {fits[gpu][part]}")
     return fits
 
 
-def main() -> None:
+def borrowed(accelerators: dict[str, dict], groups: dict[str, list[profiled.Group]]) -> dict[str, Any]:  # type: ignore[type-arg]
+    """A borrowed fit's error, measured where it can be: on held-out models of accelerators that have their own.
+
+    An accelerator without a fit takes the default's: its error on every other profiled accelerator says what
+    that costs. A precision without one (an A100 in fp8: no tables, so no point to measure on) takes the
+    accelerator's bf16 fit: every accelerator's bf16 fit on its own fp8 points says what that costs.
+    """
+    out: dict[str, Any] = {"note": BORROWED_NOTE, "accelerator": {}, "precision": {}}
+    held_out = {}  # (precision, accelerator) -> its held-out models' groups within MAX_TP
+    for precision, all_groups in groups.items():
+        for gpu in {g.gpu for g in all_groups}:
+            held_out[(precision, gpu)] = split([g for g in all_groups if g.gpu == gpu])[1]
+    for precision in groups:
+        default = accelerators[DEFAULT].get(precision)
+        others = sorted(g for p, g in held_out if p == precision and g != DEFAULT)
+        if default is None or not others:
+            continue
+        values = default["values"]
+        out["accelerator"][precision] = {
+            "fitted_on": DEFAULT,
+            "fitted_precision": precision,
+            "measured_on": f"the held-out models of {', '.join(others)} in {precision}",
+            "test_error": errors([x for g in others for x in held_out[(precision, g)]], values),
+            "by_accelerator": {g: errors(held_out[(precision, g)], values) for g in others},
+        }
+    for precision in groups:
+        both = sorted(g for p, g in held_out if p == precision != "bf16" and "bf16" in accelerators[g])
+        if not both:
+            continue
+        fit_of = {g: accelerators[g]["bf16"]["values"] for g in both}
+        out["precision"][precision] = {
+            "fitted_precision": "bf16",
+            "measured_on": f"the held-out models of {', '.join(both)} in {precision}, each with its own bf16 fit",
+            "test_error": errors_each([(held_out[(precision, g)], fit_of[g]) for g in both]),
+            "by_accelerator": {g: errors(held_out[(precision, g)], fit_of[g]) for g in both},
+            "no_points": sorted(g for g in accelerators if precision not in accelerators[g]),
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=sorted(profiled.SYSTEMS.values()),
+        help="refit these accelerators only; keep every other one's fit as calibration.json holds it",
+    )
+    args = parser.parse_args(argv)
+    kept = {}
+    if args.only:
+        kept = {g: f for g, f in json.loads(OUT.read_text())["accelerators"].items() if g not in args.only}
     accelerators: dict[str, dict] = {}  # type: ignore[type-arg]
+    groups: dict[str, list[profiled.Group]] = {}
     for precision, path in profiled.GRIDS.items():
         if not path.exists():
             print(f"no {precision} grid at {path.relative_to(ROOT)}: run tools/aiconfigurator_grid.py")
             continue
-        for gpu, fit_ in fit_precision(precision).items():
+        groups[precision] = list(profiled.groups(precision))
+        for gpu, fit_ in fit_precision(precision, groups[precision], kept).items():
             accelerators.setdefault(gpu, {})[precision] = fit_
-    data = {
+    data: dict[str, Any] = {
         "source": "aiconfigurator 0.12.0's profiled TensorRT-LLM kernel tables (static batches)",
         "data": ", ".join(str(p.relative_to(ROOT)) for p in profiled.GRIDS.values())
         + " (tools/aiconfigurator_grid.py)",
-        "generated_by": "python3 tools/calibrate.py",
+        "generated_by": "python3 tools/calibrate.py" + (f" --only {' '.join(args.only)}" if args.only else ""),
         "default": DEFAULT,
         "default_note": (
             "an accelerator without a fit of its own takes the default's values, and a precision without one the "
@@ -201,7 +301,11 @@ def main() -> None:
         ),
         "units": {s.key: s.unit or "dimensionless" for s in FITTED},
         "accelerators": accelerators,
+        "borrowed": borrowed(accelerators, groups),
     }
+    for kind in ("accelerator", "precision"):
+        for precision, entry in data["borrowed"][kind].items():
+            print(f"borrowed {kind} {precision}: {entry['test_error']}")
     OUT.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}")
 
