@@ -76,7 +76,7 @@ class Disaggregated:
     decode_capacity: float  # Q_d
     handover: float  # t_kv, seconds
     handover_bytes: float  # K_h, one decode accelerator's share of one request's cache
-    handover_link: str  # "NVLink" or "network"
+    handover_link: str  # the domain's fabric ("NVLink") or "the network"
     ttft: float  # mean at the prefill workers' load
     prefill_workers_per_decode_worker: float  # r_pd
     prefill_share: float  # f_p: prefill accelerators per decode accelerator
@@ -265,7 +265,7 @@ def disaggregate(
         decode_capacity=q_d,
         handover=t_kv,
         handover_bytes=float(handover_bytes[d]),
-        handover_link="NVLink" if nvlink[i, j] else "the network",
+        handover_link=system.fabric if nvlink[i, j] else "the network",
         ttft=float(at["ttft"](load, table.pass_alone[p], table.per_prompt[p], layouts[p].dp, t_kv)),
         prefill_workers_per_decode_worker=float(at["ratio"](q_p, q_d)),
         prefill_share=float(at["share"](q_p, q_d, layouts[p].accelerators, layouts[d].accelerators)),

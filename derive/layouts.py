@@ -95,7 +95,7 @@ def problem(s: Shape, layout: Layout, system: System) -> str | None:
     if min(tp, ep, pp, dp) < 1:
         return "every degree must be at least 1"
     if tp > system.domain:
-        return f"tp {tp} exceeds {system.name}'s NVLink domain of {system.domain}"
+        return f"tp {tp} exceeds {system.name}'s {system.fabric} domain of {system.domain}"
     split = tp_problem(s, tp)
     if split is not None:
         return split

@@ -379,10 +379,16 @@ def search_gpu(
 
 def _estimate_label(fit: Any) -> str:
     if fit.borrowed:
+        measured = ""
+        if fit.borrowed_error is not None:
+            tpot, ttft = fit.borrowed_error["tpot"]["median"], fit.borrowed_error["ttft"]["median"]
+            measured = f"; borrowing so is off by {tpot:.1%} in TPOT and {ttft:.1%} in TTFT at the median"
         return (
-            f"calibrated, {fit.fitted_on}'s {fit.fitted_precision} fit borrowed (none for {fit.gpu} in {fit.precision})"
+            f"calibrated, {fit.fitted_on}'s {fit.fitted_precision} fit borrowed (none for {fit.gpu} in "
+            f"{fit.precision}{measured})"
         )
-    return f"calibrated ({fit.fitted_on}, {fit.fitted_precision} fit)"
+    covers = f", up to tp {fit.max_tp}: far off beyond" if fit.max_tp is not None else ""
+    return f"calibrated ({fit.fitted_on}, {fit.fitted_precision} fit{covers})"
 
 
 def _row_givens() -> tuple[Sym, ...]:

@@ -20,7 +20,8 @@ from derive.core.units import parse_quantity
 
 @dataclass(frozen=True)
 class System:
-    """A node or rack: its NVLink domain and the scale-out network each accelerator has, one way."""
+    """A node or rack: its domain of accelerators on one fabric (NVLink, mostly) and the scale-out network each
+    accelerator has, one way."""
 
     name: str
     title: str
@@ -30,10 +31,12 @@ class System:
     network: sympy.Rational
     network_note: str
     source: str
+    fabric: str = "NVLink"  # what links the accelerators of one domain (PCIe on an L40S host, Infinity Fabric)
 
     def link(self, group: int) -> sympy.Rational:
-        """The one-way bandwidth a collective over `group` accelerators gets: NVLink inside a domain."""
-        return self.nvlink if group <= self.domain else self.network
+        """The one-way bandwidth a collective over `group` accelerators gets: the fabric inside a domain."""
+        # Past the domain a group's traffic crosses the NIC, and on a PCIe host the PCIe to it too: the lesser.
+        return self.nvlink if group <= self.domain else min(self.network, self.nvlink)
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ def _system(name: str, entry: dict[str, Any]) -> System:
         network=parse_quantity(entry["network"], "byte/second", f"{where} network"),
         network_note=entry.get("network_note", ""),
         source=entry["source"],
+        fabric=entry.get("fabric", "NVLink"),
     )
 
 

@@ -132,13 +132,13 @@ def test_crossover_satisfies_its_equation_and_flips_the_binding():
 
 def test_a_gpu_without_a_link_needs_one():
     with pytest.raises(DeriveError, match="no GPU-to-GPU link") as info:
-        _sheet("llama3-8b", gpu="l40s", tp=2)
+        _sheet("llama3-8b", gpu="rtx4090", tp=2)
     assert '--link "50 GB/s"' in info.value.hint
-    assert _sheet("llama3-8b", gpu="l40s", tp=2, link=sympy.Integer(50 * 10**9)).results["binding"].value
+    assert _sheet("llama3-8b", gpu="rtx4090", tp=2, link=sympy.Integer(50 * 10**9)).results["binding"].value
 
 
 def test_one_gpu_needs_no_link():
-    results = _sheet("llama3-8b", gpu="l40s", tp=1).results
+    results = _sheet("llama3-8b", gpu="rtx4090", tp=1).results
     assert results["t_network"].value == 0 and results["allreduce_bytes"].value == 0
 
 

@@ -57,6 +57,17 @@ def calibrated_ridges(work: Work, setup: Setup, gpu: Gpu) -> tuple[sympy.Expr, s
     return gemm, work.compute(work.library.get("calibrated_attention_ridge"), "calibrated_attention_ridge")
 
 
+def borrowed_error(fit: Calibration) -> str:
+    """'; borrowing so was measured at ...' where calibration.json measured what a borrowed fit costs."""
+    if fit.borrowed_error is None:
+        return ""
+    tpot, ttft = fit.borrowed_error["tpot"], fit.borrowed_error["ttft"]
+    return (
+        f"; borrowing so is off by {tpot['median']:.1%} in TPOT and {ttft['median']:.1%} in TTFT at the median, "
+        f"measured on {fit.borrowed_error_on}"
+    )
+
+
 def calibration_notes(work: Work, fit: Calibration) -> None:
     tpot, ttft = fit.test_error["tpot"], fit.test_error["ttft"]
     work.note(
@@ -66,7 +77,13 @@ def calibration_notes(work: Work, fit: Calibration) -> None:
     if fit.borrowed:
         work.note(
             f"no fit for {fit.gpu} in {fit.precision}: the {fit.fitted_on} {fit.fitted_precision} fit's efficiencies "
-            f"and fixed times stand in, applied to {fit.gpu}'s own datasheet figures"
+            f"and fixed times stand in, applied to {fit.gpu}'s own datasheet figures{borrowed_error(fit)}"
+        )
+    if fit.max_tp is not None and work.values.get(sym.n, 1) > fit.max_tp:
+        work.note(
+            f"the {fit.gpu} fit covers tensor parallelism up to {fit.max_tp}: beyond it aiconfigurator's all-reduce "
+            "tables grow faster than one link efficiency follows, and the estimate is far off (formulas/"
+            "calibration.json's beyond_max_tp_test_error)"
         )
     work.note(
         "the estimate does not carry in-flight batching or scheduler overheads, speculative decoding (a draft's "

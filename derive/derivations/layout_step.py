@@ -66,7 +66,7 @@ def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> N
     work.library = work.library.extended(lay.roofline_on_layout())
     work.heading(f"The layout ({system.title})")
     s = shape(model)
-    work.given(sym.n, layout.tp, "tensor parallel, inside the NVLink domain")
+    work.given(sym.n, layout.tp, f"tensor parallel, inside the {system.fabric} domain")
     work.given(lay.pp, layout.pp, "pipeline stages")
     work.given(lay.dp, layout.dp, "attention data-parallel ranks")
     work.given(lay.ep, layout.ep, "expert parallel (1: experts split like the MLP)")
@@ -83,7 +83,7 @@ def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> N
         (lay.BW_ep, layout.tp * layout.dp, "expert group"),
         (lay.BW_pp, layout.accelerators, "pipeline"),
     ):
-        wire = "NVLink" if group <= system.domain else f"scale-out network ({system.network_note})"
+        wire = system.fabric if group <= system.domain else f"scale-out network ({system.network_note})"
         work.given(link, system.link(group), f"{what} of {group}: {wire}")
     collective_inputs(work)
     routed = work.library.defining(lay.W_E.symbol)

@@ -132,7 +132,7 @@ def _link(setup: Setup, gpu: Gpu) -> tuple[sympy.Expr, str]:
             )
         return system.network, f"{system.title}: scale-out network, {system.network_note}, one way"
     if system is not None:
-        return system.nvlink, f"{system.title}: NVLink, one way ({system.source.split(';')[0]})"
+        return system.nvlink, f"{system.title}: {system.fabric}, one way ({system.source.split(';')[0]})"
     if gpu.link is not None:
         return gpu.link, gpu.link_note or "datasheet"
     raise DeriveError(
