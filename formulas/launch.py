@@ -1,10 +1,11 @@
 """Launch overhead of a decode step: eager dispatch against a captured CUDA graph.
 
-In eager mode the CPU launches every kernel of every layer; the launches run ahead of the GPU
-asynchronously, so a step takes the longer of the GPU's work and the CPU's launching. A CUDA
-graph replays the whole step from one launch; each kernel then costs only the GPU's own
-per-node gap. For the same reason the launches fusion removes shorten a step only while the CPU's
-launching, not the GPU's work, is the longer of the two.
+One model of launching, for every answer: the GPU runs a step's kernels one after another with a
+small idle gap between each (GPU time, in series with the work, eager or graphed); the CPU launches
+them asynchronously, running ahead of the GPU, so its launching counts only where it is the longer
+path. In eager mode the CPU launches every kernel of every layer; a CUDA graph replays the whole
+step from one launch, which removes the CPU's cost but not the GPU's gaps. For the same reason the
+launches fusion removes shorten a step only while the CPU's launching is the longer of the two.
 """
 
 from derive.core.library import formula, larger
@@ -17,8 +18,9 @@ t_node = define(
     "t_gnode",
     "second",
     r"t_{node}",
-    "GPU-side gap per kernel when a CUDA graph replays the step",
+    "GPU-side gap between two kernels, queued eagerly or replayed from a CUDA graph",
 )
+t_gap = define("kernel_gap_time", "t_kgaps", "second", r"t_{gaps}", "GPU time between one step's kernels")
 n_kern = define("kernels_per_step", "n_kstep", "", r"n_{kern}", "kernels one decode step launches")
 t_eag = define(
     "eager_launch_time", "t_eager", "second", r"t_{eager}", "CPU time to launch one step's kernels in eager mode"
@@ -28,7 +30,7 @@ t_gra = define(
     "t_graph",
     "second",
     r"t_{graph}",
-    "launch cost of one step replayed as a CUDA graph: one launch plus a gap per kernel",
+    "CPU time to launch one step replayed as a CUDA graph: one launch",
 )
 t_se = define(
     "eager_step_time",
@@ -48,21 +50,26 @@ eager_launch_time = formula(
     "Each eager launch costs the CPU t_launch (PyTorch dispatch plus cudaLaunchKernel).",
 )
 
-graph_launch_time = formula(
-    t_gra,
-    t_l.symbol + n_kern.symbol * t_node.symbol,
-    "One graph launch for the whole step, then a small GPU-side gap per node (NVIDIA, CUDA C++ Programming "
-    "Guide, 'CUDA Graphs').",
+kernel_gap_time = formula(
+    t_gap,
+    n_kern.symbol * t_node.symbol,
+    "The GPU idles a small gap before each kernel, queued or replayed (NVIDIA, CUDA C++ Programming Guide, "
+    "'CUDA Graphs'): GPU time, in series with the work.",
 )
+
+graph_launch_time = formula(t_gra, t_l.symbol, "One graph launch for the whole step.")
 
 eager_step_time = formula(
     t_se,
-    larger(t_step.symbol, t_eag.symbol),
-    "Launches are asynchronous: the CPU runs ahead, so the step is bound by the slower of the two.",
+    larger(t_step.symbol + t_gap.symbol, t_eag.symbol),
+    "Launches are asynchronous: the CPU runs ahead, so the step is the longer of the GPU's work with its gaps "
+    "and the CPU's launching, never their sum.",
 )
 
 graph_step_time = formula(
-    t_sg, larger(t_step.symbol, t_gra.symbol), "The same step with the launches replayed from one graph."
+    t_sg,
+    larger(t_step.symbol + t_gap.symbol, t_gra.symbol),
+    "The same step with the launches replayed from one graph: the CPU's cost goes, the GPU's gaps stay.",
 )
 
 graph_saving = formula(t_gs, t_se.symbol - t_sg.symbol, "Eager step time minus graph step time.")

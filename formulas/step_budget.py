@@ -10,9 +10,10 @@ The MBU variants are the dashboard mistakes of seed 004, question 8: the same
 division with one operand taken wrongly.
 """
 
-from derive.core.library import formula
+from derive.core.library import formula, larger
 from derive.core.symbols import define
 from formulas.calibrated import X_ew, t_ar, t_W
+from formulas.fusion import t_l
 from formulas.notation import BW, B, K_pr, L, M, P, W, k_l, kv_total, n, t_mem, t_step, tau
 from formulas.prefill import S_o, e2e, eta_bw, ttft
 from formulas.reads import W_read
@@ -29,7 +30,26 @@ U_rep = define(
 t_obs = define("step_time_at_reported_mbu", "t_obs_mbu", "second", r"t_{obs}", "step time the reported MBU implies")
 t_k = define("budget_kernel_gap", "t_kgap", "second", r"t_k", "idle GPU time between two consecutive kernels")
 t_launch = define(
-    "budget_launch_gap_time", "t_gaps", "second", r"t_{launch}", "idle GPU time between the kernels of one step"
+    "budget_launch_gap_time",
+    "t_gaps",
+    "second",
+    r"t_{launch}",
+    "what launching adds to the GPU's kernels: the gaps between them, and the CPU's excess where it is the longer",
+)
+t_cpu = define("budget_cpu_launch_time", "t_cpu", "second", r"t_{cpu}", "CPU time to launch one step's kernels eagerly")
+t_gk = define(
+    "budget_gpu_kernel_time",
+    "t_gk",
+    "second",
+    r"t_{gk}",
+    "the GPU's own kernel time in a step: the floor, its all-reduces and the reads below peak",
+)
+t_cpux = define(
+    "budget_cpu_excess_time",
+    "t_cpux",
+    "second",
+    r"t_{cpu,x}",
+    "what the CPU's launching adds past the GPU's work and gaps: what a CUDA graph saves",
 )
 t_bwl = define(
     "budget_bandwidth_shortfall_time",
@@ -53,11 +73,27 @@ step_time_at_reported_mbu = formula(
     "MBU = D_gpu / (t · BW) (formulas/utilisation.py) solved for the step time t.",
 )
 
+cpu_launch_time = formula(
+    t_cpu,
+    L.symbol * k_l.symbol * t_l.symbol,
+    "Each eager launch costs the CPU t_launch (PyTorch dispatch plus cudaLaunchKernel), every kernel of every layer.",
+)
+gpu_kernel_time = formula(
+    t_gk,
+    t_step.symbol + t_ar.symbol + t_bwl.symbol,
+    "The floor, the all-reduces' kernels and the time reads below peak add, all on the GPU.",
+)
 launch_gap_time = formula(
     t_launch,
-    L.symbol * k_l.symbol * t_k.symbol,
-    "Every kernel of every layer leaves the GPU idle for the launch gap before the next one starts "
-    "(a profiler trace shows these as gaps on the stream; CUDA graphs remove most of them).",
+    larger(t_gk.symbol + L.symbol * k_l.symbol * t_k.symbol, t_cpu.symbol) - t_gk.symbol,
+    "Launches are asynchronous (formulas/launch.py): the GPU runs its kernels with a gap t_k between each, and the "
+    "step takes the longer of that and the CPU's launching. Past the kernels' own time that is the gaps, or all "
+    "the CPU's excess where the CPU is the longer path (a trace shows both as white space on the stream).",
+)
+cpu_excess_time = formula(
+    t_cpux,
+    t_launch.symbol - L.symbol * k_l.symbol * t_k.symbol,
+    "A CUDA graph launches the step once, so the CPU's excess goes; the GPU's gaps between kernels stay.",
 )
 
 bandwidth_shortfall_time = formula(

@@ -65,9 +65,12 @@ def _claims(answer, text):  # type: ignore[no-untyped-def]
     if answer.question.id == "decode-knee":
         if (_value(answer, "knee_batch") is None) != ("no compute knee" in text):
             wrong.append("says there is a compute knee, or none, against the knee it computed")
-    # Launches are asynchronous: a step is launch-bound only where the CPU's launching outlasts the GPU's work.
+    # Launches are asynchronous: a step is launch-bound only where the CPU's launching outlasts the GPU's work (and
+    # the gaps between its kernels, GPU time in series, where the answer counts them).
     for cpu, gpu in (("decode_eager_launch_time", "decode_gpu_work"), ("eager_launch_time", "decode_step_floor")):
         launching, working = _value(answer, cpu), _value(answer, gpu)
+        if working is not None and gpu == "decode_step_floor":
+            working += _value(answer, "kernel_gap_time") or 0
         if launching is not None and working is not None and (launching > working) != ("launch-bound" in text):
             wrong.append("calls the step launch-bound, or not, against its launch and GPU times")
     crossing = _value(answer, "attention_equals_weights_context")

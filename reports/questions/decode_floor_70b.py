@@ -27,6 +27,7 @@ from formulas import prefill as pf
 from formulas import sharding as sh
 from formulas import step_budget as sb
 from formulas.reads import W_read
+from reports.questions.shared import tp_link
 
 
 def _fraction(value: object, key: str) -> sympy.Rational:
@@ -83,12 +84,13 @@ def _sheet(inputs: Inputs, **overrides: object):  # type: ignore[no-untyped-def]
             )
         work.given(cal.m_ar, 2, "Megatron tensor parallelism: one after attention, one after the MLP")
         work.given(sh.b_a, dtype_bytes(activation_format(setup)), activation_format(setup))
-        work.given(sh.BW_link, gpu.link, gpu.link_note or "datasheet")
+        link, wire, _ = tp_link(setup, int(n))
+        work.given(sh.BW_link, link, wire)
         latency = assumed(inputs, "allreduce_latency", "second")
         work.given(
             cal.alpha_ar,
             latency,
-            "assumed: small-message all-reduce latency on NVLink; --set allreduce_latency=...",
+            f"assumed: small-message all-reduce latency ({wire}); --set allreduce_latency=...",
             inline=True,
         )
         work.given(cal.eta_link, 1, "the all-reduce moves its bytes at the link's full bandwidth", inline=True)
@@ -173,11 +175,13 @@ def build(inputs: Inputs) -> Answer:
         else "Two things keep a real server above it: the KV cache of {context} of context ({t_k}) and bandwidth "
         "below peak ({t_eta} at an assumed {eta} of peak)"
     )
+    spans = tp_link(setup, int(v[sym.n]))[2]
     answer.summary = Prose(
         "summary",
         f"At batch 1 {which} is read once per token and used for two FLOPs, {{i_w}} against the {{gpu}}'s ridge of "
         f"{{ridge}}, so the tensor cores wait on memory. {reads}, {where}, sets the floor at {{t_w}} a token. "
-        f"{above}, for about {{t_est}} a token: the floor is {{share}} of it.",
+        f"{above}, for about {{t_est}} a token: the floor is {{share}} of it."
+        + (f" Mind the layout: {spans}." if spans else ""),
         q,
     )
     _wrong_answers(answer, setup, sheet, q)

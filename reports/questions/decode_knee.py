@@ -26,10 +26,16 @@ def build(inputs: Inputs) -> Answer:
     answer.headline("first_limit", r["first_limit"].value)
     half = answer.headline("half_ceiling_batch", r["half_ceiling_batch"].value, "sequence")
     quantities = {"knee": knee_q, "limit": limit, "fits": fits, "at_max": at_max, "ceiling": ceiling, "half": half}
+    beyond = half.value is not None and fits.value is not None and bool(half.number > fits.number)
     hyperbola = (
         "Step time is a straight line in the batch, so throughput B/t(B) is a hyperbola rising to a ceiling of "
-        "{ceiling}; its own knee is at {half}, where the batch's cache equals the weights and throughput is half "
-        "the ceiling. "
+        + (
+            "{ceiling}; its own knee, where the batch's cache equals the weights and throughput is half the ceiling, "
+            "is at {half}, past the {fits} memory holds: on this hardware a batch never gets there. "
+            if beyond
+            else "{ceiling}; its own knee is at {half}, where the batch's cache equals the weights and throughput is "
+            "half the ceiling. "
+        )
     )
     if r["knee_batch"].value is None:
         text = hyperbola + (
@@ -40,7 +46,8 @@ def build(inputs: Inputs) -> Answer:
     else:
         text = hyperbola + (
             "The compute knee, where compute time meets memory time, is at {knee}; memory caps the batch at "
-            "{fits}, where throughput is {at_max}. A compute knee exists only below {limit} of context."
+            "{fits}, where throughput is {at_max}."
+            + (" A compute knee exists only below {limit} of context." if r["knee_context_limit"].value else "")
         )
     realistic = _calibrated_throughput(setup, sheet)
     if realistic is not None:

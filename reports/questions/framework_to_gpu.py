@@ -23,10 +23,15 @@ def launches(setup: Setup, inputs: Inputs, floor: object, kernels_per_layer: obj
     work = start("launches", f"Launching one decode step of {setup.model.title}: eager against a CUDA graph", setup)
     work.given(la.k_l, kernels_per_layer, "assumed: norms, projections, rotary, attention, activation, residual adds")
     work.given(fu.t_l, assumed(inputs, "launch_overhead", "second"), "assumed: eager dispatch and launch, per kernel")
-    work.given(la.t_node, assumed(inputs, "graph_node_overhead", "second"), "assumed: per kernel inside a graph")
+    work.given(
+        la.t_node,
+        assumed(inputs, "graph_node_overhead", "second"),
+        "assumed: the GPU's gap per kernel, eager or graphed",
+    )
     work.given(sym.t_step, floor, "the roofline floor, from the decode step below")
     for name in (
         "kernels_per_step",
+        "kernel_gap_time",
         "eager_launch_time",
         "graph_launch_time",
         "eager_step_time",
@@ -57,14 +62,15 @@ def build(inputs: Inputs) -> Answer:
         "gpu": Quantity(setup.gpu.name if setup.gpu else ""),
     }
     q["batch"] = Quantity(setup.batch)
+    q["gaps"] = answer.headline("kernel_gap_time", r["kernel_gap_time"].value, "second")
     q["node"] = Quantity(sheet.values[la.t_node], "second")
-    bound = "launch-bound" if r["eager_launch_time"].number > floor else "GPU-bound"
+    bound = "launch-bound" if r["eager_launch_time"].number > floor + r["kernel_gap_time"].number else "GPU-bound"
     answer.summary = Prose(
         "summary",
         "In eager PyTorch each op dispatches to a kernel (often cuBLAS or cuDNN) that the CPU launches "
         "asynchronously on a CUDA stream; the GPU runs it as thread blocks across its SMs, reading HBM. A decode "
         "step of {model} launches {kernels} kernels, {launch} of CPU time, against a roofline floor of {floor} on "
-        f"the {{gpu}}: the step is {bound} ({{eager}}). "
+        f"the {{gpu}} and {{gaps}} of GPU gaps between the kernels: the step is {bound} ({{eager}}). "
         + (
             "A CUDA graph replays the step from one launch and brings it to {graph}, saving {saved}; torch.compile "
             "also fuses the small ops into fewer Triton kernels."
@@ -80,13 +86,13 @@ def build(inputs: Inputs) -> Answer:
         Section("Launch time per step, eager and graphed", sheet),
         Section("The GPU's own work: the roofline floor", step),
     ]
-    labels = ["GPU work (roofline floor)", "eager launches (CPU)", "CUDA graph launch"]
-    values = [floor, r["eager_launch_time"].value, r["graph_launch_time"].value]
+    labels = ["GPU work (roofline floor)", "GPU gaps between kernels", "eager launches (CPU)", "CUDA graph step"]
+    values = [floor, r["kernel_gap_time"].value, r["eager_launch_time"].value, r["graph_step_time"].value]
     answer.figures.append(
         Figure(
             "launches",
-            "One decode step: the GPU's roofline work against the CPU time to "
-            "launch its kernels eagerly and as a CUDA graph.",
+            "One decode step: the GPU's roofline work and the gaps between its kernels, against the CPU time to "
+            "launch them eagerly, and the step replayed as a CUDA graph (the work and its gaps).",
             partial(_draw, labels, values, f"{setup.model.title} on {q['gpu'].value}"),
         )
     )
@@ -130,7 +136,7 @@ def build(inputs: Inputs) -> Answer:
 
 def _wrong_answers(answer: Answer, r: dict, q: dict[str, Quantity]) -> None:  # type: ignore[type-arg]
     """The step time as candidates commonly get it wrong, each computed from the same sheet."""
-    floor, launch, graph = q["floor"].number, q["launch"].number, r["graph_launch_time"].number
+    floor, launch, graph = q["floor"].number, q["launch"].number, r["graph_step_time"].number
     q["summed"] = Quantity(floor + launch, "second")
     answer.wrong_answers.append(
         Prose(
@@ -164,7 +170,8 @@ def _wrong_answers(answer: Answer, r: dict, q: dict[str, Quantity]) -> None:  # 
             Prose(
                 "wrong",
                 "Taking a CUDA graph to remove launch cost altogether: {floor}. A graph still spends {node} of GPU "
-                "time between its {kernels} kernels, so the step is {graph}.",
+                "time between each of its {kernels} kernels, {gaps} in series with the work, so the step is "
+                "{floor} + {gaps} = {graph}.",
                 q,
             )
         )

@@ -101,8 +101,17 @@ def build(inputs: Inputs) -> Answer:
             ).replace("{n} x {gpu}", "one {gpu}" if step[0] == 1 else "{n} x {gpu}")
         answer.summary = Prose(
             "summary",
-            how + ", that is {context}. The coincidence: at the crossover the cache is, by construction, as big as "
-            "the weights read, {kv}, and that is {share} times the {memory} of one {gpu}, "
+            how
+            + ", that is {context}. "
+            # A coincidence only where the cache at the crossover nearly fills one accelerator (the seed's H200 case):
+            # within 10% of its memory, computed, never assumed.
+            + (
+                "The coincidence: at the crossover the cache is, by construction, as big as the weights read, {kv}, "
+                "and that is {share} times the {memory} of one {gpu}, "
+                if abs(float(share) - 1) <= 0.1
+                else "At the crossover the cache is, by construction, as big as the weights read, {kv}: {share} times "
+                "the {memory} of one {gpu}, "
+            )
             + memory
             + limit
             + realistic,

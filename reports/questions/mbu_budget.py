@@ -61,7 +61,8 @@ def build(inputs: Inputs) -> Answer:
         + ("the one accelerator reads" if v[sym.n] == 1 else "each of the {n} accelerators reads")
         + " {bytes} a step, {floor} at peak bandwidth, "
         "so an MBU of {mbu} % means a step of {measured} and {missing} to account for. Under the stated assumptions "
-        "it splits into {allreduce_time} of all-reduces, {launch_gap_time} of kernel launch gaps, "
+        "it splits into {allreduce_time} of all-reduces, {launch_gap_time} of kernel launches (gaps between kernels, "
+        "and the CPU's excess where it is the longer path), "
         "{bandwidth_shortfall_time} of kernels reading below peak and {host_time} of host work, leaving "
         "{unattributed_time} unattributed. Each bucket is a line in one profiler trace, and each has an owner.",
         q,
@@ -183,23 +184,27 @@ def _wrong_answers(answer: Answer, setup: Setup, sheet: Sheet, q: dict[str, Quan
 
 
 def _follow_up(answer: Answer, sheet: Sheet, q: dict[str, Quantity]) -> None:
-    """CUDA graphs: the same measured step less its launch gaps, and the MBU it would report."""
+    """CUDA graphs: the same measured step less the CPU's excess over the GPU (not the GPU's own gaps)."""
     v = sheet.values
-    gaps, measured = v[sb.t_launch], v[u.t_meas]
-    if not (0 < gaps < measured - v[sym.t_step]):
+    excess, measured = v[sb.t_cpux], v[u.t_meas]
+    q["gaps"] = Quantity(v[sym.L] * v[sb.k_l] * v[sb.t_k], "second")
+    q["cpu"] = Quantity(v[sb.t_cpu], "second")
+    if not excess < measured - v[sym.t_step]:
         return
-    q["graph_step"] = Quantity(measured - gaps, "second")
-    q["graph_mbu"] = Quantity(v[sym.t_step] / (measured - gaps) * 100)
-    answer.follow_up = FollowUp(
-        "What would CUDA graphs buy?",
-        Prose(
-            "follow-up",
-            "If they removed the {launch_gap_time} of launch gaps, the step would fall to {graph_step} and the MBU "
-            "rise to {graph_mbu} %; "
-            + ("the all-reduces and host time stay." if v[sym.n] > 1 else "the host time stays."),
-            q,
-        ),
-    )
+    if excess <= 0:
+        text = (
+            "Little: the GPU's kernels outlast the CPU's {cpu} of launching, so the launches are off the critical "
+            "path, and a graph keeps the {gaps} of gaps between kernels; only fused kernels shorten those."
+        )
+    else:
+        q["graph_step"] = Quantity(measured - excess, "second")
+        q["graph_mbu"] = Quantity(v[sym.t_step] / (measured - excess) * 100)
+        text = (
+            "A graph removes the CPU's excess over the GPU, the step falls to {graph_step} and the MBU rises to "
+            "{graph_mbu} %; the {gaps} of GPU gaps between kernels, "
+            + ("the all-reduces and the host time stay." if v[sym.n] > 1 else "and the host time stay.")
+        )
+    answer.follow_up = FollowUp("What would CUDA graphs buy?", Prose("follow-up", text, q))
 
 
 QUESTION = Question(
@@ -219,7 +224,8 @@ QUESTION = Question(
         "reported_mbu": "0.6",
         "allreduce_latency": "10 us",
         "kernels_per_layer": 12,
-        "kernel_gap": "2 us",
+        "launch_overhead": "5 us",  # framework-to-gpu's eager launch per kernel
+        "kernel_gap": "1 us",  # the GPU's gap between queued kernels (framework-to-gpu's graph_node_overhead)
         "achieved_bandwidth": "0.85",
         "host_time": "1 ms",
     },
@@ -234,6 +240,7 @@ QUESTION = Question(
         "reported_mbu",
         "allreduce_latency",
         "kernels_per_layer",
+        "launch_overhead",
         "kernel_gap",
         "achieved_bandwidth",
         "host_time",

@@ -84,7 +84,12 @@ def build(inputs: Inputs) -> Answer:
         "k": Quantity(v[sym.k_e], ""),
         "fixed": Quantity(v[moe.N_fix], "parameter"),
         "model": Quantity(setup.model.title),
-        "dtype": Quantity(setup.dtype),
+        # Where the checkpoint ships its routed experts in a format of their own (gpt-oss: MXFP4), say both.
+        "dtype": Quantity(
+            f"{setup.model.config.expert_format} routed experts, the rest in {setup.dtype}"
+            if setup.model.config.expert_format
+            else setup.dtype
+        ),
     }
     answer.summary = Prose(
         "summary",

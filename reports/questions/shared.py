@@ -18,6 +18,7 @@ from derive.answers import Inputs, assumed
 from derive.catalog import dtype_bytes
 from derive.core.errors import DeriveError
 from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet, Work
+from derive.core.units import format_quantity
 from derive.derivations.common import Setup, decode_inputs, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
 from derive.derivations.sharding import activation_format
@@ -303,10 +304,6 @@ def buckets(work: Work, setup: Setup, inputs: Mapping[str, Any], allreduce: bool
         work.compute(cal.decode_allreduce_time)
     else:
         work.given(cal.t_ar, 0, "one accelerator: no all-reduce")
-    work.heading("Kernel launch gaps")
-    work.given(sb.k_l, assumed(inputs, "kernels_per_layer"), "assumed: kernels per layer (--set kernels_per_layer=...)")
-    work.given(sb.t_k, assumed(inputs, "kernel_gap", "second"), "assumed: idle time per kernel (--set kernel_gap=...)")
-    work.compute(sb.launch_gap_time)
     work.heading("Achieved bandwidth")
     work.given(
         pf.eta_bw,
@@ -314,6 +311,20 @@ def buckets(work: Work, setup: Setup, inputs: Mapping[str, Any], allreduce: bool
         "assumed: fraction of peak the decode GEMVs reach (--set achieved_bandwidth=...)",
     )
     work.compute(sb.bandwidth_shortfall_time)
+    work.heading("Kernel launches: GPU gaps in series, CPU launching overlapped (formulas/launch.py)")
+    work.given(sb.k_l, assumed(inputs, "kernels_per_layer"), "assumed: kernels per layer (--set kernels_per_layer=...)")
+    work.given(
+        fu.t_l,
+        assumed(inputs, "launch_overhead", "second"),
+        "assumed: the CPU's dispatch and launch per kernel (--set launch_overhead=...)",
+    )
+    work.given(
+        sb.t_k,
+        assumed(inputs, "kernel_gap", "second"),
+        "assumed: the GPU's idle gap between kernels (--set kernel_gap=...)",
+    )
+    for launching in (sb.cpu_launch_time, sb.gpu_kernel_time, sb.launch_gap_time, sb.cpu_excess_time):
+        work.compute(launching)
     work.heading("Host work between steps")
     work.given(
         sb.t_host,
@@ -335,3 +346,25 @@ def draw_roofline(
     peak_value: sympy.Expr, bandwidth: sympy.Expr, points: list[tuple[str, sympy.Expr]], title: str, stem
 ) -> None:  # type: ignore[no-untyped-def]
     figures.roofline(stem, float(peak_value), float(bandwidth), [(label, float(i)) for label, i in points], title)
+
+
+def tp_link(setup: Setup, n: int) -> tuple[Any, str, str]:
+    """The one-way link n tensor-parallel accelerators all-reduce over (formulas/systems.toml), how to say it, and a
+    sentence where the group spans more than one domain ('' where it does not): past a node, over the NIC."""
+    from derive.systems import system_for
+
+    gpu = setup.gpu
+    assert gpu is not None
+    try:
+        system = system_for(gpu)
+    except DeriveError:  # an accelerator no system lists: its own link
+        return gpu.link, gpu.link_note or "datasheet", ""
+    if n <= system.domain:
+        return system.link(n), f"{system.fabric} inside one {system.title}", ""
+    nodes = -(-n // system.domain)
+    said = (
+        f"the {n} x {gpu.name} span {nodes} systems of {system.domain} ({system.title}): tensor parallelism past one "
+        f"all-reduces over the scale-out network at {format_quantity(system.link(n), 'byte/second')} per accelerator, "
+        f"not {system.fabric}; serving engines keep tensor parallelism inside a node and stack pipeline stages across"
+    )
+    return system.link(n), f"scale-out network, {system.network_note}", said

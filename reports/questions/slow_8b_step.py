@@ -20,7 +20,7 @@ from reports.questions.shared import buckets, draw_budget, step_floor
 # steps, then kernels that run but read slower than peak.
 ROWS = (
     ("bandwidth floor", sym.t_step),
-    ("1. kernel launch gaps", sb.t_launch),
+    ("1. kernel launches (gaps, CPU excess)", sb.t_launch),
     ("2. host work between steps", sb.t_host),
     ("3. bandwidth below peak", sb.t_bwl),
     ("unattributed", sb.t_rest),
@@ -55,6 +55,10 @@ def build(inputs: Inputs) -> Answer:
         "bytes": answer.headline("step_bytes_per_gpu", v[u.D_gpu], "byte"),
         "kernels": answer.headline("kernels_per_step", v[sym.L] * v[sb.k_l]),
         "gap": answer.headline("kernel_gap", v[sb.t_k], "second"),
+        "cpu": answer.headline("cpu_launch_time", v[sb.t_cpu], "second"),
+        "gpu_work": Quantity(v[sb.t_gk], "second"),
+        "gaps": Quantity(v[sym.L] * v[sb.k_l] * v[sb.t_k], "second"),
+        "cpux": Quantity(v[sb.t_cpux], "second"),
         "eta": answer.headline("achieved_bandwidth", v[pf.eta_bw]),
         "over": Quantity(-v[sb.t_rest], "second"),
     }
@@ -71,7 +75,9 @@ def build(inputs: Inputs) -> Answer:
         # The likeliest cause first: a model loaded in fp32 (from_pretrained without a torch_dtype) reads every
         # weight and cached value at 4 bytes instead of its dtype's.
         widened = v[u.D_gpu] * 4 / v[sym.b_w] / v[sym.BW]
-        fp32_first = v[sym.b_w] < 4 and widened <= v[u.t_meas]
+        # Only where an fp32 copy of the weights fits the accelerators at all (Nemotron-3 Nano's 30B would not).
+        fp32_fits = sym.W in v and v[sym.W] * 4 / v[sym.b_w] <= v[sym.M] * v[sym.n]
+        fp32_first = v[sym.b_w] < 4 and widened <= v[u.t_meas] and fp32_fits
         q["fp32_floor"] = answer.headline("fp32_floor_step_time", widened, "second")
         q["fp32_share"] = Quantity(widened / v[u.t_meas] * 100)
         q["widen"] = Quantity(4 / v[sym.b_w])
@@ -88,7 +94,9 @@ def build(inputs: Inputs) -> Answer:
             "times that, and a gap that size at batch 1 is almost never the GPU being slow. "
             + first
             + "Sorted by what one "
-            "profiler trace shows: (1) idle gaps between kernels, {kernels} launches at {gap} each, {launch}; "
+            "profiler trace shows: (1) launching: the CPU spends {cpu} launching {kernels} kernels eagerly against "
+            "the GPU's {gpu_work} of kernels and {gaps} of gaps between them, so launching adds {launch} (the gaps, "
+            "and the CPU's excess where it is the longer path); "
             "(2) host work between steps (sampling, scheduling, Python), {host}; (3) kernels reading at {eta} of "
             "peak bandwidth, {bw}. "
             + (
@@ -178,7 +186,8 @@ def _wrong_answers(answer: Answer, setup: Setup, sheet: Sheet, q: dict[str, Quan
             Prose(
                 "wrong",
                 "Blaming the whole {excess} above the floor on kernel launches: over {kernels} launches that is "
-                "{implied_gap} each, against the {gap} assumed; "
+                "{implied_gap} of GPU time each; launches run ahead of the GPU, so they add only the {gaps} of gaps "
+                "and what the CPU's {cpu} outlasts the GPU's work by; "
                 + (
                     "check the dtype first, since weights loaded in fp32 alone put the floor at {fp32_floor}."
                     if fp32_first
@@ -215,23 +224,25 @@ def _wrong_answers(answer: Answer, setup: Setup, sheet: Sheet, q: dict[str, Quan
 
 
 def _follow_up(answer: Answer, sheet: Sheet, q: dict[str, Quantity]) -> None:
-    """CUDA graphs remove the launch gaps: the measured step less that bucket, against the floor."""
+    """CUDA graphs remove the CPU's excess over the GPU (formulas/step_budget.py's t_cpux), not the GPU's gaps."""
     v = sheet.values
-    excess = v[u.t_meas] - v[sym.t_step]
-    if not 0 < v[sb.t_launch] < excess:
+    if not v[sb.t_cpux] < v[u.t_meas] - v[sym.t_step]:  # no step above its floor, or assumptions past the step
         return
-    after = v[u.t_meas] - v[sb.t_launch]
-    q["after"] = Quantity(after, "second")
-    q["after_ratio"] = Quantity(after / v[sym.t_step])
-    answer.follow_up = FollowUp(
-        "What would CUDA graphs buy?",
-        Prose(
-            "follow-up",
-            "If they remove the {launch} of launch gaps, the step falls from {measured} to {after}, {after_ratio} "
-            "times the floor; the host work ({host}) and the reads below peak ({bw}) remain.",
-            q,
-        ),
-    )
+    if v[sb.t_cpux] <= 0:
+        text = (
+            "Nothing here: the GPU's {gpu_work} of kernels and {gaps} of gaps outlast the CPU's {cpu} of launching, "
+            "so the launches were never on the critical path, and a graph keeps the gaps."
+        )
+    else:
+        after = v[u.t_meas] - v[sb.t_cpux]
+        q["after"] = Quantity(after, "second")
+        q["after_ratio"] = Quantity(after / v[sym.t_step])
+        text = (
+            "A graph launches the step once, removing the CPU's {cpux} excess: the step falls from {measured} to "
+            "{after}, {after_ratio} times the floor; the {gaps} of GPU gaps, the host work ({host}) and the reads "
+            "below peak ({bw}) remain."
+        )
+    answer.follow_up = FollowUp("What would CUDA graphs buy?", Prose("follow-up", text, q))
 
 
 QUESTION = Question(
@@ -250,7 +261,8 @@ QUESTION = Question(
         "context": 2048,
         "measured_step_time": "12 ms",
         "kernels_per_layer": 30,
-        "kernel_gap": "5 us",
+        "launch_overhead": "10 us",  # eager PyTorch dispatch and launch per op, Python included (HF generate)
+        "kernel_gap": "1 us",  # the GPU's gap between queued kernels (framework-to-gpu's graph_node_overhead)
         "achieved_bandwidth": "0.8",
         "host_time": "1 ms",
         "allreduce_latency": "10 us",
@@ -265,6 +277,7 @@ QUESTION = Question(
         "context",
         "measured_step_time",
         "kernels_per_layer",
+        "launch_overhead",
         "kernel_gap",
         "achieved_bandwidth",
         "host_time",

@@ -17,6 +17,7 @@ from derive.derivations.common import held_per_accelerator, model_library
 from formulas import claim as cl
 from formulas import notation as sym
 from formulas import reads
+from reports.questions.shared import tp_link
 
 
 def _sheet(inputs: Inputs, **overrides):  # type: ignore[no-untyped-def]
@@ -45,7 +46,9 @@ def _draw(rates, title, stem):  # type: ignore[no-untyped-def]
 
 def build(inputs: Inputs) -> Answer:
     setup, stated = _sheet(inputs)
-    _, quantised = _sheet(inputs, dtype=inputs["alt_dtype"])
+    # The other precision on the same accelerators: a smaller dtype's own default degree would halve the bandwidth
+    # and the comparison with it.
+    _, quantised = _sheet(inputs, dtype=inputs["alt_dtype"], tp=int(stated.values[sym.n]))
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     r, v = stated.results, stated.values
     fits = held_per_accelerator(v, model_library(setup.model), 1, v[sym.S]) <= v[sym.M]
@@ -95,6 +98,8 @@ def build(inputs: Inputs) -> Answer:
             partial(_draw, rates, f"{setup.model.title} on {q['n'].value} x {setup.gpu.name}"),
         )
     )
+    spans = tp_link(setup, int(v[sym.n]))[2]
+    same = "accelerator" if v[sym.n] == 1 else "{n} accelerators"
     bits_suffice = float(r["required_bits_per_weight"].number) >= _SMALLEST_SERVED_BITS
     within = float(r["claim_over_floor"].number) <= 1
     q["headroom"] = Quantity(1 / r["claim_over_floor"].number if within else None)
@@ -113,12 +118,17 @@ def build(inputs: Inputs) -> Answer:
         + (
             " The claim is below the floor's speed: one user on this hardware can see it, so it is plausible as "
             "stated, and the floor leaves {headroom} times the claim for the overheads a real server adds."
+            if within and not spans
+            else " The claim is below the floor's speed, but the floor spreads the weights over {n} accelerators: "
+            + spans
+            + ", so ask how the vendor's are connected before calling it plausible."
             if within
-            else " {alt} weights would reach it for one user (a floor of {floor_q}; it needs {bits} bits per weight or "
-            "fewer), as would speculative decoding at {tau} accepted per pass."
+            else " {alt} weights on the same " + same + " would reach it for one user (a floor of {floor_q}; it "
+            "needs {bits} bits per weight or fewer), as would speculative decoding at {tau} accepted per pass."
             if q["x_q"].number <= 1
             else " 4-bit weights would reach it for one user (it needs {bits} bits per weight or fewer); otherwise it "
-            "is an aggregate: with {alt} weights (a floor of {floor_q}) a server meets it over about {users_q} "
+            "is an aggregate: with {alt} weights on the same " + same + " (a floor of {floor_q}) a server meets "
+            "it over about {users_q} "
             "decoded at once, and speculative decoding would need {tau} accepted per pass."
             if bits_suffice
             else " The figure is reachable only as an aggregate: with {alt} weights (a floor of {floor_q}) a server "

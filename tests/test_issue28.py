@@ -1,0 +1,79 @@
+"""Issue 28's cases: numbers the answer book got wrong and sentences false for other models, each a regression."""
+
+from __future__ import annotations
+
+import sympy
+
+from derive.sheet_render import prose
+from tests.interview import built
+
+
+def _summary(answer) -> str:  # type: ignore[no-untyped-def]
+    return prose(answer.summary, "md")
+
+
+def test_cuda_graph_gaps_are_gpu_time_in_series():
+    """GPT-2 small on an H100: 12 layers x 15 kernels; a graph keeps a 1 us GPU gap before each, so its step is the
+    85.09 us floor + 180 x 1 us = 265 us, and against the 900 us of eager launching it saves 635 us, not 715."""
+    r = built("framework-to-gpu").results
+    floor = r["decode_step_floor"].value
+    assert r["graph_step_time"].value == floor + 180 * sympy.Rational(1, 10**6)
+    assert r["eager_step_time"].value == 180 * sympy.Rational(5, 10**6)
+    assert round(float(r["graph_saving"].value) * 1e6) == 635
+
+
+def test_measure_mbu_reads_the_cache_at_a_context_the_workload_has():
+    """1,024-token prompts and 512-token replies: a live sequence sits at 1,280 tokens on average, never 4,096; the
+    MBU there is 54.4% (issue 28)."""
+    answer = built("measure-mbu")
+    assert round(float(answer.results["mbu"].value) * 100, 1) == 54.4
+    assert answer.inputs.setup(context=1280).context == 1280
+
+
+def test_gpt_oss_experts_are_said_in_their_own_format():
+    """gpt-oss-20b ships its routed experts in MXFP4 (its config's quantization_config): the bytes a step reads are
+    not 'in fp8'."""
+    text = _summary(built("moe-experts-read", model="gpt-oss-20b"))
+    assert "in mxfp4 routed experts, the rest in fp8" in text
+
+
+def test_a_coincidence_only_where_one_is_computed():
+    """Llama 3 8B's cache at the crossover is 0.11 of an H200: no coincidence; Llama 3 70B's is 0.99 of it."""
+    assert "coincidence" not in _summary(built("kv-weight-crossover", model="llama3-8b"))
+    assert "The coincidence" in _summary(built("kv-weight-crossover"))
+
+
+def test_the_half_ceiling_batch_past_memory_is_said_so():
+    """DeepSeek-V3's half-ceiling batch lies past what its accelerators' memory holds; and with no context limit to
+    the knee no sentence says 'below none'."""
+    text = _summary(built("decode-knee", model="deepseek-v3"))
+    assert "a batch never gets there" in text
+    for gpu in ("a100", "h100", "b200"):
+        assert "None" not in _summary(built("decode-knee", gpu=gpu)) and "below none" not in _summary(
+            built("decode-knee", gpu=gpu)
+        )
+
+
+def test_tensor_parallelism_across_nodes_is_not_called_plausible():
+    """32 H200s are 4 HGX systems of 8: tensor parallelism past one crosses the 400 Gb/s network, not NVLink."""
+    claim = _summary(built("vendor-claim", tp=32))
+    assert "plausible as stated" not in claim and "scale-out network" in claim
+    floor = built("decode-floor-70b", tp=32)
+    assert "scale-out network" in _summary(floor)
+    one_node = built("decode-floor-70b", tp=8)
+    assert "scale-out network" not in _summary(one_node)
+
+
+def test_fp32_is_not_the_likeliest_cause_where_fp32_weights_cannot_fit():
+    """Nemotron-3 Nano's 31.6B parameters in fp32 are 126 GB, past one 80 GB H100: it was never loaded so."""
+    assert "fp32" not in _summary(built("slow-8b-step", model="nemotron3-nano"))
+    assert "fp32" in _summary(built("slow-8b-step"))  # Llama 3 8B in fp32 fits, and its floor fits the 12 ms
+
+
+def test_a_claim_about_a_dtype_keeps_the_accelerator_count():
+    """DeepSeek-V3 on B200: bf16 needs all 8; fp8 on the same 8 reads half the bytes (its floor about twice bf16's),
+    not fp8 on the 4 its own default would pick, which made 'fp8 reaches it' read as '4-bit would'."""
+    answer = built("vendor-claim", model="deepseek-v3", gpu="b200")
+    floors = answer.results["floor_at_alt_dtype"].value / answer.results["floor_tokens_per_s_per_user"].value
+    assert 1.9 < float(floors) <= 2
+    assert "fp8 weights on the same 8 accelerators would reach it" in _summary(answer)
