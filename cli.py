@@ -350,9 +350,9 @@ def measure(quick: bool, out: str | None, figure: str | None, as_json: bool) -> 
     plan = measuring.Plan.quick() if quick else measuring.Plan()
     result = measuring.run(plan, progress=lambda text: click.echo(f"  ... {text}", err=True))
     payload = json_module.dumps(result.as_dict(), indent=2) + "\n"
-    if out_file:
+    if out_file:  # the measurements alone: what is derived from them is derived again when the file is read
         with validate.atomic(out_file) as stream:
-            stream.write(payload)  # type: ignore[attr-defined]
+            stream.write(json_module.dumps(result.recorded(), indent=2) + "\n")  # type: ignore[attr-defined]
     if figure:
         measuring.draw(result, Path(figure).with_suffix(""))
     click.echo(payload if as_json else measuring.report(result), nl=False)

@@ -83,6 +83,16 @@ class Measurement:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def recorded(self) -> dict[str, Any]:
+        """What a result file keeps: the machine, the plan, the ceilings and each phase's seconds, the measurements
+        alone; bytes, FLOPs and fractions are derived again on load (recompute), so they never go stale."""
+        data = self.as_dict()
+        data["phases"] = [{key: p[key] for key in MEASURED} for p in data["phases"]]
+        return data
+
+
+MEASURED = ("name", "batch", "tokens", "seconds")  # what a phase records; the rest is derived from the library
+
 
 def load(path: str) -> dict[str, Any]:
     """A 'derive measure --out' result, checked for what the simulation reads: one line of error otherwise."""

@@ -19,7 +19,21 @@ def measured(tmp_path_factory):
         cli.cli, ["measure", "--quick", "--out", str(out), "--figure", str(out.with_suffix(".svg"))], prog_name="derive"
     )
     assert result.exit_code == 0, result.stderr
-    return json.loads(out.read_text()), result.stdout, out
+    from derive import measurement as measure
+
+    # The file keeps the measurements alone; what they imply is derived again from the library when it is read.
+    return measure.recompute(json.loads(out.read_text())), result.stdout, out
+
+
+def test_a_result_file_holds_only_measurements(measured):
+    """Issue 28: committed data hold measured facts; bytes, FLOPs and fractions are derived on load (the recorded
+    file once kept a doubled prefill count, 508.7 GFLOP and 50.66%, after the library had corrected it)."""
+    from derive.measurement import MEASURED
+    from reports.questions.shared import RECORDED
+
+    _, _, out = measured
+    for data in (json.loads(out.read_text()), json.loads(RECORDED.read_text())):
+        assert all(set(phase) == set(MEASURED) for phase in data["phases"])
 
 
 def test_both_ceilings_are_measured(measured):

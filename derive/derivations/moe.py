@@ -66,6 +66,10 @@ def experts(setup: Setup) -> Sheet:
     )
     if model.published_active is not None:
         verdict = "equal" if active == model.published_active else f"differs by {active - model.published_active:,}"
-        work.note(f"published active {model.published_active:,} parameters: {verdict} ({model.published_source})")
+        # The source's full provenance is derive params' (and the catalog's); a note here names where to find it.
+        work.note(
+            f"published active {model.published_active:,} parameters: {verdict} (its source: derive params --model "
+            f"{model.name})"
+        )
     model_notes(work, setup)
     return work.sheet

@@ -251,7 +251,8 @@ def build(inputs: Inputs) -> Answer:
             "caveat",
             "Datasheet peaks, tensor parallelism without its communication: the floor is a floor on time and a "
             "ceiling on throughput, never an estimate of either; the calibrated figure is the estimate, fitted to "
-            "bf16 kernel tables and applied here to FP8 runs at FP8 peaks.",
+            "aiconfigurator's kernel tables in each run's precision (its fp8 fit for the FP8 runs) on the run's "
+            "accelerator, or borrowed where that has none, as each run's notes say.",
         ),
         Prose(
             "caveat",

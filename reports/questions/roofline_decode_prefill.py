@@ -137,13 +137,12 @@ def build(inputs: Inputs) -> Answer:
             "The seed's laptop measured decode at {seed_decode} % of its copy ceiling and prefill at {seed_prefill} % "
             "of its matmul ceiling; this machine's run gives {ours_decode} % and {ours_prefill} %. The fractions are "
             "the machine's and the kernels', not the method's: both runs put decode far left of the ridge and "
-            "prefill right of it. (This book once counted the prompt's FLOPs twice here and printed {doubled} %.)",
+            "prefill right of it.",
             {
                 "seed_decode": Quantity(seed["decode"] * 100),
                 "seed_prefill": Quantity(seed["prefill"] * 100),
                 "ours_decode": Quantity(sympy.Float(ours["decode"] * 100, 3)),
                 "ours_prefill": Quantity(sympy.Float(ours["prefill"] * 100, 3)),
-                "doubled": Quantity(sympy.Float(2 * ours["prefill"] * 100, 3)),
             },
         ),
     ]
