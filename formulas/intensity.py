@@ -18,6 +18,13 @@ I_w = define(
     "intensity of a weight GEMM (QKV, O, MLP, head): its B·tau tokens per weight read (a prefill chunk alike)",
 )
 I_att = define("attention_intensity", "I_att", "FLOP/byte", r"I_{att}", "intensity of decode attention")
+I_st = define(
+    "state_intensity",
+    "I_st",
+    "FLOP/byte",
+    r"I_{st}",
+    "intensity of a recurrent layer's decode (linear attention, Mamba): FLOPs on its state over the state's bytes",
+)
 I_ridge = define(
     "ridge_intensity", "I_ridge", "FLOP/byte", r"I_{ridge}", "the accelerator's ridge point, FLOP/s per byte/s"
 )

@@ -77,3 +77,19 @@ def test_a_claim_about_a_dtype_keeps_the_accelerator_count():
     floors = answer.results["floor_at_alt_dtype"].value / answer.results["floor_tokens_per_s_per_user"].value
     assert 1.9 < float(floors) <= 2
     assert "fp8 weights on the same 8 accelerators would reach it" in _summary(answer)
+
+
+def test_recurrent_layers_are_ranked_beside_attention():
+    """Qwen3.5-27B's 48 gated delta-net layers and Nemotron-3 Nano's 23 Mamba-2 layers read their state at about 1.5
+    and 1.0 FLOP/B (their FLOPs on the fp32 state over its bytes): both answers name them."""
+    for model, layers, intensity in (("qwen3.5-27b", 48, 1.471), ("nemotron3-nano", 23, 0.9827)):
+        for question in ("intensity-ranking", "attention-intensity"):
+            text = _summary(built(question, model=model))
+            assert f"its {layers} " in text and f"state at {intensity} FLOP/B" in text
+
+
+def test_a_mixture_of_experts_prompt_pass_is_not_every_weight_times_every_token():
+    """Mixtral routes each token through 2 of its 8 experts a layer (its config)."""
+    text = _summary(built("prefill-crossover", model="mixtral-8x7b"))
+    assert "every weight by every prompt token" not in text and "2 of the 8 experts" in text
+    assert "every weight by every prompt token" in _summary(built("prefill-crossover"))

@@ -21,6 +21,7 @@ from derive.core.errors import CatalogError
 from derive.core.library import Formula
 from derive.core.symbols import Sym, tagged
 from formulas import notation as n
+from formulas.intensity import I_st
 
 if TYPE_CHECKING:
     from derive.architecture.kinds.moe import MoE
@@ -374,6 +375,15 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
             per_token.append(_count(conv_sym, L * mixer.state_conv_values(s), _STATE_SOURCE))
             per_token.append(_count(f, 2 * L * mixer.state_macs(s), "Two FLOPs per multiply-accumulate."))
             state = b_st * state_sym.symbol + b_kv * conv_sym.symbol
+            # Each sequence reads its own state once a step, whatever the batch: like attention's, its intensity is
+            # fixed by the architecture (formulas/intensity.py's I_st, one per recurrent kind).
+            per_token.append(
+                Formula(
+                    tagged(I_st, mixer.tag, f"decode intensity of the {kind_name(mixer.tag)} layers' state"),
+                    f.symbol * n.tau.symbol / state,
+                    "FLOPs a token does on its state over the bytes of state it reads (the recurrent layer's cache).",
+                )
+            )
             cache_at["S"] += state
             cache_at["S_p"] += state
             fixed += state

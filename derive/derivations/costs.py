@@ -113,7 +113,7 @@ def intensity(setup: Setup) -> Sheet:
         expert = work.compute(work.library.get("expert_gemm_intensity"))
         work.result("mlp_intensity", moe.I_x, expert, work.library.get("expert_gemm_intensity").expr)
         work.note(
-            f"the routed experts' GEMMs see {format_quantity(expert / gemm * setup.batch, '')} tokens each, "
+            f"the routed experts' GEMMs see {format_quantity(expert / gemm * setup.batch, '')} token(s) each, "
             f"not {setup.batch:,}: their intensity is {format_quantity(expert, 'FLOP/byte')}"
             + (", and the shared experts' the batch's" if setup.model.config.shared_experts else "")
         )
@@ -121,6 +121,10 @@ def intensity(setup: Setup) -> Sheet:
     attends = setup.model.config.attention is not None and setup.model.config.kv_heads
     if attends:
         ranked += (("attention", work.compute(work.library.get("attention_intensity"), "attention_intensity")),)
+    for kind in setup.model.formulas.kinds:  # recurrent layers: their state's intensity, fixed like attention's
+        if kind.state_values is not None:
+            state = work.compute(work.library.get(f"state_intensity_{kind.tag}"), f"{kind.tag}_state_intensity")
+            ranked += ((f"{kind.label} state", state),)
     ridge = work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
     if attends:
         flip = work.solve(it.I_w.symbol, it.I_att.symbol, sym.B)

@@ -15,6 +15,7 @@ from derive.derivations.common import Setup, model_library
 from formulas import calibrated as cal
 from formulas import intensity as it
 from formulas import notation as sym
+from reports.questions.shared import recurrent_states
 
 
 def _draw(gqa, mla, setups, stem):  # type: ignore[no-untyped-def]
@@ -96,7 +97,7 @@ def build(inputs: Inputs) -> Answer:
         "For {gqa_model} ({heads} query heads over {kv_heads} KV heads) that is {i_gqa} at any batch, against "
         "a ridge of {ridge} on the {gpu}, while the weight GEMMs reach {i_w} at {batch}. MLA caches one latent "
         "that all {mla_heads} heads of {mla_model} read as both key and value, lifting attention to {i_mla}: "
-        "{x_mla} of the ridge." + realistic,
+        "{x_mla} of the ridge." + recurrent_states(gqa_setup, gqa) + realistic,
         q,
     )
     answer.sections.append(

@@ -19,6 +19,7 @@ from formulas import intensity as it
 from formulas import notation as sym
 from formulas import sharding as sh
 from formulas import step_budget as sb
+from reports.questions.shared import recurrent_states
 
 
 def _draw(sheet, setup, large, stem):  # type: ignore[no-untyped-def]
@@ -92,7 +93,9 @@ def build(inputs: Inputs) -> Answer:
         + "; at the efficiencies kernels reach the ridges are {gemm_ridge} for the GEMMs (reached at {knee_batch}) "
         "and {attention_ridge} for attention, whose kernels get a smaller share of peak FLOP/s"
         + (", so attention at {attention} is compute-bound in practice" if v[it.I_att] >= attention_ridge else "")
-        + ". Fusion removes the elementwise round trips, {ew} a step "
+        + "."
+        + recurrent_states(setup, sheet)
+        + " Fusion removes the elementwise round trips, {ew} a step "
         "({share} % of the {weights} of weights), and kernel launches; it cannot raise a GEMM's or attention's "
         "intensity: only the batch or the architecture can.",
         q,

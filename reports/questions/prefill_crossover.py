@@ -68,12 +68,22 @@ def build(inputs: Inputs) -> Answer:
         "dtype": Quantity(setup.dtype),
     }
     compute_bound = pv[pf.t_pc] >= pv[pf.t_pm]
+    cfg = setup.model.config
+    # A mixture of experts routes each token through k of its E experts: a prompt pass reads every expert the
+    # prompt touches (all of them, for any real prompt) but multiplies each by only its share of the tokens.
+    multiplies = (
+        "multiplies every weight by every prompt token, two FLOPs per token for each weight read once"
+        if not setup.model.config.is_moe
+        else f"reads every expert the prompt's tokens touch once and multiplies each by the tokens routed to it (each "
+        f"token takes {cfg.experts_per_token} of the {cfg.experts} experts a layer), while the other weights see every "
+        "token"
+    )
     answer.summary = Prose(
         "summary",
-        "Prefill and decode read the same weights, but a prompt pass multiplies every weight by every prompt token, "
-        "two FLOPs per token for each weight read once, so its intensity grows with the prompt while decode's stays "
-        "fixed. It meets the ridge of {ridge} at {s_pc}: past that the pass waits on the tensor "
-        "cores. A prompt of {prompt} "
+        "Prefill and decode read the same weights, but a prompt pass "
+        + multiplies
+        + ", so its intensity grows with the prompt while decode's stays fixed. It meets the ridge of {ridge} at "
+        "{s_pc}: past that the pass waits on the tensor cores. A prompt of {prompt} "
         "on {model} over {n} x {gpu} therefore takes a TTFT of "
         + (
             "{ttft} of compute, against {t_pm} to read the weights and write the cache."

@@ -368,3 +368,25 @@ def tp_link(setup: Setup, n: int) -> tuple[Any, str, str]:
         f"not {system.fabric}; serving engines keep tensor parallelism inside a node and stack pipeline stages across"
     )
     return system.link(n), f"scale-out network, {system.network_note}", said
+
+
+def recurrent_states(setup: Setup, sheet: Sheet) -> str:
+    """' Its N linear-attention layers read their recurrent state at X FLOP/B, ...' for a hybrid model whose intensity
+    sheet (derive intensity) ranked its recurrent kinds; '' for a model without any. Like attention's, a state's
+    intensity is the architecture's: each sequence reads its own state, so the batch never moves it."""
+    parts = []
+    for kind in setup.model.formulas.kinds:
+        result = sheet.results.get(f"{kind.tag}_state_intensity")
+        if kind.state_values is None or result is None:
+            continue
+        layers = setup.model.formulas.shapes.get(kind.layers)
+        count = f"{int(layers)} " if layers is not None else ""
+        parts.append(f"its {count}{kind.label} layers read their state at {format_quantity(result.value, 'FLOP/byte')}")
+    if not parts:
+        return ""
+    return (
+        " Beside attention, "
+        + "; ".join(parts)
+        + ": fixed by the architecture as attention's is, since each sequence reads its own state, so the batch "
+        "never moves them either, and they stay far under the ridge."
+    )
