@@ -53,9 +53,10 @@ def build(inputs: Inputs) -> Answer:
         "Joules per token is power over throughput. "
         + ("One accelerator at its" if v[sym.n] == 1 else "{n} accelerators at their")
         + " {power} TDP decoding one sequence "
-        "spend {one}; filled to the {largest} that memory holds at {context}, {full}. The numerator is "
-        "pinned under the datasheet cap, so the denominator, the batch that shares each step's weight reads, "
-        "moves the result by {ratio} times.",
+        "spend {one}; filled to the {largest} that memory holds at {context}, {full}. Both take the TDP, an upper "
+        "bound: no datasheet here gives power against utilisation, and a batch-1 step that waits on memory draws "
+        "well under it, so the {ratio} times between them is the most the batch can move the result; the "
+        "denominator, the batch that shares each step's weight reads, is what moves it.",
         q,
     )
     realistic = {name: _calibrated(setup, batch, v) for name, batch in (("one_cal", 1), ("full_cal", v[sym.B_max]))}
