@@ -179,21 +179,42 @@ def _enum_name(v):
     return getattr(v, "name", v)
 
 
-def run_case(case_id, hf_id, total_gpus, tpot, aic) -> dict:
+def run_case(
+    case_id,
+    hf_id,
+    total_gpus,
+    tpot,
+    aic,
+    *,
+    name=None,
+    model_path=None,
+    system=SYSTEM,
+    isl=ISL,
+    osl=OSL,
+    ttft=TTFT_MS,
+    quant=QUANT,
+) -> dict:
+    """aiconfigurator's aggregated search for one case (this file's defaults unless given).
+
+    tools/aiconfigurator_scenarios.py calls it too, with its own name, system, lengths, TTFT target and quant:
+    ``model_path`` is what aiconfigurator loads (default the HF id; a local config dir for models it ships
+    but does not list), ``quant`` the explicit quant-mode fields (empty: aiconfigurator infers them from the
+    checkpoint, as ``cli default`` does).
+    """
     cli_exp, build_experiment_tasks, process_experiment_result, sweep, task_v2 = aic
-    name = f"agg_{case_id}_{total_gpus}gpu_tpot{tpot:g}"
+    name = name or f"agg_{case_id}_{total_gpus}gpu_tpot{tpot:g}"
     exp = {
         "serving_mode": "agg",
-        "model_path": hf_id,
-        "system_name": SYSTEM,
+        "model_path": model_path or hf_id,
+        "system_name": system,
         "backend_name": BACKEND,
         "database_mode": DATABASE_MODE,
         "total_gpus": total_gpus,
-        "isl": ISL,
-        "osl": OSL,
-        "ttft": TTFT_MS,
+        "isl": isl,
+        "osl": osl,
+        "ttft": ttft,
         "tpot": tpot,
-        **QUANT,
+        **quant,
     }
     t0 = time.perf_counter()
     res = cli_exp(config={name: exp}, top_n=TOP_N)
@@ -233,7 +254,7 @@ def run_case(case_id, hf_id, total_gpus, tpot, aic) -> dict:
             f"sdk.sweep._DEFAULT_AGG_BATCH_SCHEDULE capped at sweep_agg's max_batch_size={max_bs}; bs is per "
             "attention-DP rank"
         ),
-        "ctx_tokens": sweep._agg_ctx_tokens_list(ISL, ctx_stride, task.enable_chunked_prefill),
+        "ctx_tokens": sweep._agg_ctx_tokens_list(isl, ctx_stride, task.enable_chunked_prefill),
         "ctx_tokens_note": (
             f"context tokens per engine step, sdk.sweep._agg_ctx_tokens_list(isl, ctx_stride={ctx_stride}, "
             f"enable_chunked_prefill={task.enable_chunked_prefill}); a (bs, ctx_tokens) point is skipped when "
@@ -258,7 +279,7 @@ def run_case(case_id, hf_id, total_gpus, tpot, aic) -> dict:
     # tokens/s/gpu_cluster under the TPOT target.  A layout with no points did not fit in memory, met
     # no cap within the TTFT target, or raised inside the sweep (aiconfigurator skips those silently).
     cluster = raw["tokens/s/gpu"] * (total_gpus // raw["num_total_gpus"]) * raw["num_total_gpus"] / total_gpus
-    ok = (raw["tpot"] <= tpot) & (raw["ttft"] <= TTFT_MS)
+    ok = (raw["tpot"] <= tpot) & (raw["ttft"] <= ttft)
     layouts = []
     for p in task.iter_parallel("agg"):
         tp_, pp_, dp_, mtp_, mep_, _cp = p
@@ -283,8 +304,8 @@ def run_case(case_id, hf_id, total_gpus, tpot, aic) -> dict:
 
     ranked_df = res.best_configs.get(name)
     pareto_df = res.pareto_fronts.get(name)
-    ranked = [] if ranked_df is None else [_row(r, total_gpus, tpot, TTFT_MS) for _, r in ranked_df.iterrows()]
-    pareto_all = [] if pareto_df is None else [_row(r, total_gpus, tpot, TTFT_MS) for _, r in pareto_df.iterrows()]
+    ranked = [] if ranked_df is None else [_row(r, total_gpus, tpot, ttft) for _, r in ranked_df.iterrows()]
+    pareto_all = [] if pareto_df is None else [_row(r, total_gpus, tpot, ttft) for _, r in pareto_df.iterrows()]
     pareto_ok = [p for p in pareto_all if p["meets_targets"]]
     pareto_ok.sort(key=lambda p: (-p["tokens_s_gpu_cluster"], -p["tokens_s_user"]))
     best = ranked[0] if ranked and ranked[0]["meets_targets"] else None
@@ -297,9 +318,9 @@ def run_case(case_id, hf_id, total_gpus, tpot, aic) -> dict:
         "model": hf_id,
         "moe": bool(task._is_moe),
         "total_gpus": total_gpus,
-        "targets": {"ttft_ms": TTFT_MS, "tpot_ms": tpot},
-        "isl": ISL,
-        "osl": OSL,
+        "targets": {"ttft_ms": ttft, "tpot_ms": tpot},
+        "isl": isl,
+        "osl": osl,
         "database_version": task.backend_version,
         "quant": used,
         "quant_inferred_without_override": inferred,
