@@ -5,7 +5,7 @@ import sympy
 from derive.answers import Answer, FollowUp, Inputs, Question
 from derive.core.errors import DeriveError
 from derive.core.evaluation import evaluate
-from derive.core.sheet import Prose, Quantity, Result, Section, Sheet
+from derive.core.sheet import Figure, Prose, Quantity, Result, Section, Sheet
 from derive.derivations import knee
 from derive.derivations.common import Setup, model_library
 from formulas import intensity
@@ -58,6 +58,9 @@ def build(inputs: Inputs) -> Answer:
     _follow_up(answer, inputs, sheet, quantities)
     answer.sections.append(Section("Step time, knee and ceiling", sheet))
     answer.figures.append(figures_entry(sheet, setup))
+    frontier = _frontier(setup)
+    if frontier is not None:
+        answer.figures.append(frontier)
     answer.takeaways += [
         Prose(
             "takeaway",
@@ -183,4 +186,25 @@ def _follow_up(answer: Answer, inputs: Inputs, sheet: Sheet, q: dict[str, Quanti
     answer.follow_up = FollowUp(
         "And with the cache in fp8?",
         Prose("follow-up", "Memory then holds {fits_fp8} instead of {fits}, " + throughput + knee_text, q),
+    )
+
+
+def _frontier(setup: Setup) -> Figure | None:
+    """The latency-throughput frontier from derive plan: tokens a second per user against per accelerator, the best
+    layout of up to the setup's accelerators at each speed (none where no layout serves a 100 ms step)."""
+    from derive.planning import Targets, plan
+
+    if setup.gpu is None:
+        return None
+    targets = Targets(ttft=sympy.Integer(10), tpot=sympy.Rational(1, 10), prompt=setup.context, output=256)
+    try:
+        planned = plan(setup.model, [setup.gpu], targets, dtype=setup.dtype, max_accelerators=8)
+    except DeriveError:
+        return None
+    return Figure(
+        "frontier",
+        "The latency-throughput frontier derive plan finds on up to 8 of these accelerators: output tokens a second "
+        "per accelerator against tokens a second per user, the best layout at each speed (the star: the layout "
+        "with the most tokens per accelerator within a 100 ms step).",
+        planned.figure,
     )

@@ -135,6 +135,14 @@ def build(inputs: Inputs) -> Answer:
             q,
         ),
     ]
+    split = plan.disaggregated
+    if split is not None:
+        from derive.disaggregation import verdict
+
+        # The same accelerators split into a prefill pool and a decode pool (formulas/disaggregated.py), and which wins.
+        # Plain words (a quantity's text would not break across lines in the book).
+        said = f"Disaggregated, the best pair of pools: {split.describe()}. The {verdict(pick, split)}."
+        answer.takeaways.append(Prose("takeaway", said.replace("{", "(").replace("}", ")")))
     if setup.model.config.is_mla:
         answer.takeaways.append(
             Prose(
