@@ -1039,7 +1039,7 @@ def sheets(
     >>> import tempfile
     >>> written = derive.sheets(tempfile.mkdtemp(), questions="decode-knee,kv-sizing-13b")
     >>> sorted({p.suffix for p in written}), len(written)
-    (['.md', '.png', '.svg', '.tex'], 9)
+    (['.md', '.png', '.svg', '.tex'], 11)
     """
     from derive import answers
     from derive.core import validate

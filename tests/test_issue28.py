@@ -93,3 +93,13 @@ def test_a_mixture_of_experts_prompt_pass_is_not_every_weight_times_every_token(
     text = _summary(built("prefill-crossover", model="mixtral-8x7b"))
     assert "every weight by every prompt token" not in text and "2 of the 8 experts" in text
     assert "every weight by every prompt token" in _summary(built("prefill-crossover"))
+
+
+def test_recurrent_state_flops_are_not_a_cost_per_cached_token():
+    """Qwen3.5-27B's 48 gated delta-net layers spend 226.5 MFLOP a token on their state, whatever the context; only
+    its 16 attention layers' FLOPs grow with the cache."""
+    answer = built("flops-per-token", model="qwen3.5-27b")
+    text = _summary(answer)
+    assert "226.5 MFLOP/token to update and read their state whatever the context" in text
+    q = answer.summary.quantities
+    assert q["f_cached"].number + q["f_st"].number == answer.results["attention_flops_per_token"].value

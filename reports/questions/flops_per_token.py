@@ -3,6 +3,7 @@
 from functools import partial
 
 import numpy as np
+import sympy
 
 from derive import figures
 from derive.answers import Answer, FollowUp, Inputs, Question
@@ -96,12 +97,24 @@ def build(inputs: Inputs) -> Answer:
             f"context and equals the weight FLOPs at {{s_att}}{beyond}: from there on 2N is off by a factor of two or "
             "more."
         )
+    # A recurrent layer's state costs the same FLOPs a token whatever the context: not a cost per cached token.
+    state = _state_flops(setup)
+    if state:
+        q["f_st"] = Quantity(state, "FLOP/token")
+        q["f_cached"] = Quantity(r["attention_flops_per_token"].value - state, "FLOP/token")
+        attention = (
+            "Attention adds a fixed cost per cached token in its attention layers ({f_cached} at {context}), and the "
+            "recurrent layers {f_st} to update and read their state whatever the context: {f_att} together"
+        )
+    else:
+        attention = "Attention adds a fixed cost per cached token ({f_att} at {context})"
     answer.summary = Prose(
         "summary",
         "Each parameter a token multiplies through costs one multiply-accumulate, two FLOPs: from the config, "
-        "{model} multiplies through {n_mm} of its {n}, so the weights cost {f}. Attention adds a fixed cost per "
-        "cached token ({f_att} at {context}), for a full count of {f_tot} against the 2N rule's {f_2n}, a ratio "
-        "of {ratio}. " + counts_what,
+        "{model} multiplies through {n_mm} of its {n}, so the weights cost {f}. "
+        + attention
+        + ", for a full count of {f_tot} against the 2N rule's {f_2n}, a ratio of {ratio}. "
+        + counts_what,
         q,
     )
     _wrong_answers(answer, inputs, setup, q)
@@ -256,3 +269,17 @@ QUESTION = Question(
     changeable=("model", "context"),
     build=build,
 )
+
+
+def _state_flops(setup: Setup) -> sympy.Expr:
+    """FLOPs a token spends on recurrent state (linear attention, Mamba), every kind's: 0 for a model without any."""
+    from derive.core.evaluation import evaluate
+    from derive.core.symbols import by_key
+
+    library, shapes = model_library(setup.model), dict(setup.model.formulas.shapes)
+    total = sympy.Integer(0)
+    for kind in setup.model.formulas.kinds:
+        flops = by_key(f"{sym.f_st.key}_{kind.tag}")  # derive/architecture/build.py's, one per recurrent kind
+        if kind.state_values is not None and flops is not None:
+            total += evaluate(flops.symbol, dict(shapes), library)
+    return total
