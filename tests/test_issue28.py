@@ -103,3 +103,10 @@ def test_recurrent_state_flops_are_not_a_cost_per_cached_token():
     assert "226.5 MFLOP/token to update and read their state whatever the context" in text
     q = answer.summary.quantities
     assert q["f_cached"].number + q["f_st"].number == answer.results["attention_flops_per_token"].value
+
+
+def test_a_capacity_ratio_set_by_leftover_memory_says_so():
+    """Llama 3 70B's 141.1 GB of weights fill 88% of two 80 GB H100s: the 11.6x is the 19 GB left against 219 GB."""
+    text = _summary(built("h100-to-b200"))
+    assert "the weights fill 88.19 % of the 2 x h100" in text
+    assert "That capacity ratio" not in _summary(built("h100-to-b200", model="llama3-8b"))

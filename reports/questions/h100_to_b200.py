@@ -140,6 +140,10 @@ def build(inputs: Inputs) -> Answer:
         "mem_new": Quantity(tp * setup.vs.memory, "byte"),
         "context": Quantity(setup.context, "token"),
     }
+    # Where the weights fill most of the old pair, the capacity ratio measures the leftover, not the accelerator.
+    q["w_share"] = Quantity(q["weights"].number / (tp * setup.gpu.memory) * 100)
+    q["spare_old"] = Quantity(tp * setup.gpu.memory - q["weights"].number, "byte")
+    q["spare_new"] = Quantity(tp * setup.vs.memory - q["weights"].number, "byte")
     answer.summary = Prose(
         "summary",
         "On {n} of each, batch-1 decode is bandwidth-bound and speeds up by the bandwidth ratio {bw} "
@@ -147,7 +151,15 @@ def build(inputs: Inputs) -> Answer:
         "FLOP/s ratio {flops} (TTFT {ttft_old} to {ttft_new}). The biggest change is capacity: after {weights} "
         "of weights, {mem_old} leaves room for {fit_old} of {context} and {mem_new} for {fit_new}, "
         "{capacity} times as many, so throughput at the largest batch rises {throughput} times, from {r_old} to "
-        "{r_new}." + _calibrated(answer, (old, new), (int(q["fit_old"].number), int(q["fit_new"].number)), q),
+        "{r_new}."
+        + (
+            " That capacity ratio is the leftover memory's, not the accelerators': the weights fill {w_share} % of "
+            "the {n} x {old}, so {spare_old} of cache room against {spare_new} sets it, and one more {old} would "
+            "move it more than any datasheet figure."
+            if 2 * q["weights"].number > tp * setup.gpu.memory
+            else ""
+        )
+        + _calibrated(answer, (old, new), (int(q["fit_old"].number), int(q["fit_new"].number)), q),
         q,
     )
     _wrong_answers(answer, old, new, q)
