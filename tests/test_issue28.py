@@ -110,3 +110,9 @@ def test_a_capacity_ratio_set_by_leftover_memory_says_so():
     text = _summary(built("h100-to-b200"))
     assert "the weights fill 88.19 % of the 2 x h100" in text
     assert "That capacity ratio" not in _summary(built("h100-to-b200", model="llama3-8b"))
+
+
+def test_batching_strategy_reconciles_its_closed_form_with_its_simulation():
+    """Capacities (every seat busy) against what the simulated arrivals got out: both pairs named, and which is which."""
+    text = _summary(built("batching-strategy"))
+    assert "are the capacities with every seat busy" in text and "of arrivals got out" in text
