@@ -10,7 +10,7 @@ launches fusion removes shorten a step only while the CPU's launching is the lon
 
 from derive.core.library import formula, larger
 from derive.core.symbols import define
-from formulas.fusion import t_fus, t_l, t_ls, t_unf
+from formulas.fusion import n_ew, n_fk, t_fus, t_l, t_ls, t_unf
 from formulas.notation import L, k_l, t_step
 
 t_node = define(
@@ -97,19 +97,29 @@ t_sf = define(
 )
 t_fss = define("fusion_step_saving", "t_fss", "second", r"t_{step,saved}", "time per step fusion actually saves")
 
+t_gf = define(
+    "fusion_gap_saving", "t_gfus", "second", r"t_{gaps,fus}", "GPU gaps between kernels fusion removes per step"
+)
+
+fusion_gap_saving = formula(
+    t_gf,
+    (n_ew.symbol - n_fk.symbol) * L.symbol * t_node.symbol,
+    "Each kernel fusion removes takes its GPU gap with it, in every layer.",
+)
 unfused_eager_step_time = formula(
     t_su,
-    larger(t_gw.symbol + t_unf.symbol, t_eag.symbol),
-    "Launches are asynchronous: the GPU's kernels, chain included, run behind the CPU's launching, and the step "
-    "takes the longer of the two.",
+    larger(t_gw.symbol + t_unf.symbol + t_gap.symbol, t_eag.symbol),
+    "Launches are asynchronous: the GPU's kernels, chain included, and the gaps between them run behind the CPU's "
+    "launching, and the step takes the longer of the two.",
 )
 fused_eager_step_time = formula(
     t_sf,
-    larger(t_gw.symbol + t_fus.symbol, t_eag.symbol - t_ls.symbol),
-    "Fused, the chain moves fewer bytes and the CPU launches fewer kernels; still the longer of the two.",
+    larger(t_gw.symbol + t_fus.symbol + t_gap.symbol - t_gf.symbol, t_eag.symbol - t_ls.symbol),
+    "Fused, the chain moves fewer bytes, the GPU idles between fewer kernels and the CPU launches fewer; still the "
+    "longer of the two.",
 )
 fusion_step_saving = formula(
     t_fss,
     t_su.symbol - t_sf.symbol,
-    "The launches removed count only while the CPU is the longer path; otherwise only the bytes do.",
+    "The launches removed count only while the CPU is the longer path; otherwise the bytes and the GPU gaps do.",
 )

@@ -40,7 +40,8 @@ def build(inputs: Inputs) -> Answer:
     )
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     d, p = dec.results, pre.results
-    gpu_unfused = step.results["step_time"].number + d["unfused_chain_time"].number
+    # The GPU's path: the step, the unfused chain, and the gap before each kernel (formulas/launch.py).
+    gpu_unfused = step.results["step_time"].number + d["unfused_chain_time"].number + d["kernel_gap_time"].number
     q = {
         "dec_launch": answer.headline("decode_launch_saving", d["fusion_launch_saving"].value, "second"),
         "cpu": answer.headline("decode_eager_launch_time", d["eager_launch_time"].value, "second"),
@@ -65,8 +66,8 @@ def build(inputs: Inputs) -> Answer:
         "{dec_launch} of launches fusion removes count: it saves {dec_saved} of the {dec_step} step, {dec_share} %."
         if launch_bound
         else "fusion removes {dec_launch} of launches, but launches run ahead of the GPU: the CPU's {cpu} of "
-        "launching hides behind the GPU's {gpu_work} of work, so the step saves only the bytes, {dec_saved} of "
-        "{dec_step} ({dec_share} %)."
+        "launching hides behind the GPU's {gpu_work} of work and gaps, so the step saves only the bytes and the "
+        "gaps of the kernels removed, {dec_saved} of {dec_step} ({dec_share} %)."
     )
     answer.summary = Prose(
         "summary",
@@ -252,6 +253,7 @@ QUESTION = Question(
         "unfused_kernels",
         "fused_kernels",
         "launch_overhead",
+        "kernel_gap",
         "elementwise_flops",
         "kernels_per_layer",
     ),

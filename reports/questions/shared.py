@@ -233,8 +233,15 @@ def chain(setup: Setup, inputs: Inputs, tokens: int, title: str, step: tuple[obj
         work.heading("What the eager step saves")
         work.given(sym.k_l, assumed(inputs, "kernels_per_layer"), "assumed: every kernel a layer launches per step")
         work.given(la.t_gw, *step)
+        work.given(
+            la.t_node,
+            assumed(inputs, "kernel_gap", "second"),
+            "assumed: the GPU's gap between kernels (framework-to-gpu's; --set kernel_gap=...)",
+        )
         for name in (
             "kernels_per_step",
+            "kernel_gap_time",
+            "fusion_gap_saving",
             "eager_launch_time",
             "unfused_eager_step_time",
             "fused_eager_step_time",
@@ -250,6 +257,7 @@ FUSION_ASSUMPTIONS = {
     "unfused_kernels": 7,
     "fused_kernels": 4,
     "launch_overhead": "4 us",
+    "kernel_gap": "1 us",  # the GPU's idle gap before each kernel (formulas/launch.py; framework-to-gpu's)
     "elementwise_flops": "4 FLOP",
 }
 
