@@ -2,11 +2,12 @@
 
     python3 benchmarks/predictor_error.py
 
-Against aiconfigurator 0.12's profiled TensorRT-LLM grids (benchmarks/data/aiconfigurator-0.12.json, bf16, and
--fp8.json), per accelerator and precision: how many points the floor exceeds (it never should), and the
-calibrated estimate's |relative error| on the models the fit did not see (formulas/calibration.json;
-tools/calibrate.py), dense and MoE apart; where a fit covers tensor-parallel sizes up to a limit only (L40S over
-PCIe), its error beyond the limit on a row of its own. Then what a borrowed fit costs, where it was measured.
+Against aiconfigurator 0.12's profiled TensorRT-LLM grids (benchmarks/data/aiconfigurator-0.12.json, bf16,
+-fp8.json, and -fp8-block.json and -nvfp4.json for those weight recipes), per accelerator and precision: how many
+points the floor exceeds (it never should), and the calibrated estimate's |relative error| on the models the fit did
+not see (formulas/calibration.json; tools/calibrate.py), dense and MoE apart; where a fit covers tensor-parallel
+sizes up to a limit only (L40S over PCIe), its error beyond the limit on a row of its own. Then what a borrowed fit
+costs, where it was measured, and per weight recipe with a fit of its own, the fit each accelerator takes for it.
 Against the published static-batch measurements (reports/data/measured.toml), the
 calibrated estimate's error through `derive predict` itself. Targets (issue 11): no floor above a
 profiled value; held-out TPOT median <= 5 %, p90 <= 12 %; TTFT median <= 7 %, p90 <= 18 %; MoE median
@@ -27,6 +28,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import profiled  # noqa: E402
 
+from derive.calibration import calibration  # noqa: E402
 from derive.catalog import load_gpu, load_model  # noqa: E402
 from derive.core.units import parse_quantity  # noqa: E402
 from derive.derivations.common import Setup  # noqa: E402
@@ -79,7 +81,8 @@ def profiled_table(precision: str) -> None:
             shown = "" if floor_above is None else floor_above
             print(f"{label:10} {points:6} {shown:>9}  " + "  ".join(cells))
     print("trained on " + "; ".join(trained) + "; every other model held out")
-    print(", ".join(f"{gpu} fitted to tp <= {tp}" for gpu, tp in profiled.MAX_TP.items()) + " (profiled.MAX_TP)\n")
+    limits = [f"{gpu} fitted to tp <= {tp}" for gpu, tp in profiled.MAX_TP.items() if any(g.gpu == gpu for g in groups)]
+    print(", ".join(limits) + " (profiled.MAX_TP)\n" if limits else "")
 
 
 def borrowed_table() -> None:
@@ -92,9 +95,36 @@ def borrowed_table() -> None:
             what = f"{by} {entry['fitted_precision']} fit for {precision}"
             tpot, ttft = entry["test_error"]["tpot"], entry["test_error"]["ttft"]
             print(
-                f"  {what:36} TPOT {tpot['median']:6.1%} {tpot['p90']:6.1%}  TTFT {ttft['median']:6.1%} "
+                f"  {what:40} TPOT {tpot['median']:6.1%} {tpot['p90']:6.1%}  TTFT {ttft['median']:6.1%} "
                 f"{ttft['p90']:6.1%}  on {entry['measured_on']}"
             )
+    print()
+
+
+def recipe_table() -> None:
+    """Per weight recipe with a fit other than bf16 (formulas/recipes.toml), the fit each accelerator takes and its
+    held-out median errors: its own fit's, dense and MoE apart, or a borrowed one's where it was measured."""
+    from derive.recipes import recipes
+
+    data = json.loads((ROOT / "formulas" / "calibration.json").read_text())["accelerators"]
+    print("By recipe: the fit each accelerator takes (held-out median |error|, TTFT / TPOT)")
+    print(f"{'recipe':12} {'gpu':6} {'fit':18} {'dense':>15}  {'MoE':>15}")
+
+    def cell(error: dict | None) -> str:  # type: ignore[type-arg]
+        return f"{error['ttft']['median']:6.1%} / {error['tpot']['median']:5.1%}" if error else f"{'-':>15}"
+
+    for recipe in (r for r in recipes().values() if r.fit != "bf16"):
+        for gpu in profiled.SYSTEMS.values():
+            fit = calibration(load_gpu(gpu), recipe.name)
+            used = f"{fit.fitted_on} {fit.fitted_precision}"
+            if not fit.borrowed:
+                own = data[gpu][fit.precision]
+                shown = f"{cell(own['dense_test_error'])}  {cell(own['moe_test_error'])}"
+            else:  # a borrowed fit's error is measured on all models together, where it could be
+                used += ", borrowed"
+                measured = f"{cell(fit.borrowed_error)} all models, measured on {fit.borrowed_error_on}"
+                shown = measured if fit.borrowed_error else "not measured"
+            print(f"{recipe.name:12} {gpu:6} {used:18} {shown}")
     print()
 
 
@@ -149,4 +179,5 @@ if __name__ == "__main__":
         if path.exists():
             profiled_table(precision)
     borrowed_table()
+    recipe_table()
     measured_table()

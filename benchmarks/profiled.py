@@ -2,8 +2,8 @@
 
 Shared by tools/calibrate.py (which fits the calibrated terms) and benchmarks/predictor_error.py
 (which prints how far the floor and the fit are from the profiled values). The grids are
-benchmarks/data/aiconfigurator-0.12.json (bf16) and aiconfigurator-0.12-fp8.json, made by
-tools/aiconfigurator_grid.py.
+benchmarks/data/aiconfigurator-0.12.json (bf16), aiconfigurator-0.12-fp8.json, and one per weight recipe that
+aiconfigurator has tables for (-fp8-block.json, -nvfp4.json), made by tools/aiconfigurator_grid.py.
 """
 
 from __future__ import annotations
@@ -25,7 +25,17 @@ from formulas import notation as sym
 from formulas import prefill as pf
 
 DATA = Path(__file__).resolve().parent / "data"
-GRIDS = {"bf16": DATA / "aiconfigurator-0.12.json", "fp8": DATA / "aiconfigurator-0.12-fp8.json"}
+# Precision (the fit's name, formulas/recipes.toml's `fit`) -> its grid. Each grid's precision is a recipe derive
+# sizes and prices its points in.
+GRIDS = {
+    "bf16": DATA / "aiconfigurator-0.12.json",
+    "fp8": DATA / "aiconfigurator-0.12-fp8.json",
+    "fp8-block": DATA / "aiconfigurator-0.12-fp8-block.json",
+    "nvfp4": DATA / "aiconfigurator-0.12-nvfp4.json",
+}
+# aiconfigurator's KV-cache mode -> derive's --kv-dtype: the cache as the grid ran it (nvfp4's profile keeps it in
+# fp8, where derive's nvfp4 recipe would default to 16 bits).
+KV_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
 CONFIGS = DATA / "configs"
 
 # aiconfigurator's system -> derive's catalog name: the same GPU, the same dense peaks and link. Only b200's
@@ -130,7 +140,9 @@ def by_tp_scope(groups: list[Group]) -> tuple[list[Group], list[Group]]:
 
 def groups(precision: str = "bf16") -> Iterator[Group]:
     """Every (accelerator, model) pair of the precision's grid that derive can read, compiled once."""
-    points = json.loads(GRIDS[precision].read_text())["points"]
+    grid = json.loads(GRIDS[precision].read_text())
+    points = grid["points"]
+    kv_dtype = KV_DTYPES[grid["settings"]["quant"]["kvcache_quant_mode"]]
     keys = sorted({(p["system"], p["model"]) for p in points if p["model"] in MODELS and p["system"] in SYSTEMS})
     for system, hf_name in keys:
         rows = [p for p in points if (p["system"], p["model"]) == (system, hf_name)]
@@ -139,7 +151,7 @@ def groups(precision: str = "bf16") -> Iterator[Group]:
         catalog = load_gpu(gpu)
         if catalog.link is None and gpu in LINKS:
             catalog = replace(catalog, link=LINKS[gpu])
-        values, library = predictor_inputs(model, catalog, precision, fitted=False)
+        values, library = predictor_inputs(model, catalog, precision, fitted=False, kv_dtype=kv_dtype)
         swept = list(AXES) + list(FITTED)
         functions = {
             column: compile_expression(expr, swept, values, library, predict=True) for column, expr in OUTPUTS.items()

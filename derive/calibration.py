@@ -2,8 +2,9 @@
 
 tools/calibrate.py fits them to profiled kernel timings and writes formulas/calibration.json;
 this module reads that file. An accelerator without a fit of its own takes the default's
-values (efficiencies and fixed times carry over better than nothing), and says so, with what
-borrowing was measured to cost where it could be (Calibration.borrowed_error).
+values (efficiencies and fixed times carry over better than nothing), and a precision without one
+the fit it borrows (BORROWS); either says so, with what borrowing was measured to cost where it
+could be (Calibration.borrowed_error).
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ def _data() -> dict[str, Any]:
 
 
 def precision_of(dtype: str) -> str:
-    """The fit a weight dtype runs with: FP8 GEMMs have their own; 16-bit and weight-only formats the bf16 one."""
+    """The fit a weight dtype runs with (its recipe's `fit`): FP8 GEMMs, FP8 blocks and NVFP4 have their own;
+    16-bit and weight-only formats the bf16 one."""
     from derive.recipes import recipes
 
     known = recipes().get(dtype.lower())
@@ -79,15 +81,28 @@ def precision_of(dtype: str) -> str:
 
 
 FP8 = ("fp8", "fp8_e4m3", "fp8_e5m2")
+# The fit a precision borrows on an accelerator with none in it (aiconfigurator has no tables there): the nearest
+# kernels. FP8 blocks run FP8 GEMMs; NVFP4 off Blackwell is dequantised for bf16 matmuls (Gpu.peak), and FP8
+# without FP8 tables (an A100) takes bf16. Followed until a fit is found; bf16 borrows nothing.
+BORROWS = {"fp8": "bf16", "fp8-block": "fp8", "nvfp4": "bf16"}
+
+
+def fallbacks(precision: str) -> list[str]:
+    """`precision`, then the fits it borrows in turn, down to bf16."""
+    chain = [precision]
+    while chain[-1] != "bf16":
+        chain.append(BORROWS.get(chain[-1], "bf16"))
+    return chain
 
 
 def calibration(gpu: Gpu, dtype: str = "bf16") -> Calibration:
-    """The fitted values for `gpu` at `dtype`, or the nearest fit: the same accelerator in bf16, else the default's."""
+    """The fitted values for `gpu` at `dtype`, or the nearest fit: the same accelerator in the precision `dtype`'s
+    borrows (fallbacks), else the default's."""
     data = _data()
     fits = data["accelerators"]
     precision = precision_of(dtype)
     fitted_on = gpu.name if gpu.name in fits else data["default"]
-    fitted_precision = precision if precision in fits[fitted_on] else "bf16"
+    fitted_precision = next(p for p in fallbacks(precision) if p in fits[fitted_on])
     fit = fits[fitted_on][fitted_precision]
     # Six significant digits, as fitted, carried at double precision: a Float(x, 6) would hold 23 bits and make
     # every sum it enters a single-precision one (a solved batch then moved in its seventh digit with the form).
@@ -116,7 +131,7 @@ def _borrowed_error(
     """calibration.json's measurement of borrowing this fit (tools/calibrate.py, borrowed), if it is borrowed.
 
     Another accelerator's fit is measured as the default's fit on every accelerator with a fit of its own; a
-    bf16 fit for another precision as each accelerator's bf16 fit on its own points in that precision.
+    borrowed precision's fit (BORROWS) as each accelerator's fit in it on its own points in that precision.
     """
     if (fitted_on, fitted_precision) == (gpu, precision):
         return None  # a fit of its own

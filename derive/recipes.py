@@ -21,7 +21,7 @@ class Recipe:
     name: str
     bytes_text: str  # an exact fraction, as written: '1/2 + 5/256'
     gemm: str  # the datasheet peak its matmuls run at
-    fit: str  # "fp8" or "bf16"
+    fit: str  # the calibrated fit it takes (formulas/calibration.json): "bf16", "fp8", "fp8-block", "nvfp4"
     activations: str
     about: str
     source: str

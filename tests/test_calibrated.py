@@ -20,9 +20,12 @@ def _json(run, *args):
 
 
 def test_fitted_values_are_efficiencies_and_non_negative_times():
-    for name, dtype in itertools.product(("h100", "h200", "a100", "b200", "gb200", "l40s"), ("bf16", "fp8")):
+    recipes = ("bf16", "fp8", "fp8-block", "nvfp4")
+    for name, dtype in itertools.product(("h100", "h200", "a100", "b200", "gb200", "l40s"), recipes):
         fit = calibration(load_gpu(name), dtype)
-        assert fit.borrowed == ((name, dtype) == ("a100", "fp8"))  # an A100 has no FP8 tables to fit
+        # An A100 has no FP8 tables to fit, and only Blackwell has NVFP4 ones.
+        no_tables = name == "a100" and dtype != "bf16" or dtype == "nvfp4" and name not in ("b200", "gb200")
+        assert fit.borrowed == no_tables
         for quantity in FITTED:
             value = float(fit.values[quantity])
             assert value >= 0
@@ -48,6 +51,32 @@ def test_a_borrowed_fit_carries_its_measured_error_and_a_fit_of_its_own_none():
         own = calibration(load_gpu(name), "fp8")
         assert own.borrowed_error is None and own.borrowed_error_on == ""
     assert calibration(load_gpu("l40s")).max_tp == 2 and calibration(load_gpu("h100")).max_tp is None
+
+
+def test_a_recipe_takes_its_own_fit_where_aiconfigurator_has_tables_for_it():
+    for name, dtype in (("h100", "fp8-block"), ("l40s", "fp8-block"), ("b200", "nvfp4"), ("gb200", "nvfp4")):
+        fit = calibration(load_gpu(name), dtype)
+        assert (fit.precision, fit.fitted_on, fit.fitted_precision, fit.borrowed) == (dtype, name, dtype, False)
+        assert f"in {dtype}" in fit.source and fit.borrowed_error is None
+    assert calibration(load_gpu("h100"), "fp8-block").values != calibration(load_gpu("h100"), "fp8").values
+
+
+def test_a_recipe_without_a_fit_borrows_the_nearest_and_says_so(run):
+    # NVFP4 off Blackwell is dequantised for bf16 matmuls: the accelerator's bf16 fit, its cost measured on Blackwell.
+    fp4 = calibration(load_gpu("h100"), "nvfp4")
+    assert (fp4.precision, fp4.fitted_on, fp4.fitted_precision, fp4.borrowed) == ("nvfp4", "h100", "bf16", True)
+    assert fp4.borrowed_error is not None and "in nvfp4, each with its own bf16 fit" in fp4.borrowed_error_on
+    # FP8 blocks borrow the FP8 fit, and where there is none (an A100) the bf16 one: borrowed twice, not measured.
+    block = calibration(load_gpu("a100"), "fp8-block")
+    assert (block.fitted_on, block.fitted_precision, block.borrowed) == ("a100", "bf16", True)
+    assert block.borrowed_error is None
+    # An accelerator without any fit takes the default's fit in the recipe, measured on the other accelerators.
+    other = calibration(load_gpu("mi300x"), "fp8-block")
+    assert (other.fitted_on, other.fitted_precision) == ("h100", "fp8-block") and other.borrowed_error is not None
+    notes = _json(run, "predict", "--model", "llama3-8b", "--gpu", "h100", "--dtype", "nvfp4")["notes"]
+    assert any("no fit for h100 in nvfp4: the h100 bf16 fit" in note for note in notes)
+    notes = _json(run, "predict", "--model", "llama3-8b", "--gpu", "h100", "--dtype", "fp8-block")["notes"]
+    assert not any("no fit for" in note for note in notes)
 
 
 def test_json_carries_floor_estimate_and_every_term(run):

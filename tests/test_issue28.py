@@ -113,6 +113,6 @@ def test_a_capacity_ratio_set_by_leftover_memory_says_so():
 
 
 def test_batching_strategy_reconciles_its_closed_form_with_its_simulation():
-    """Capacities (every seat busy) against what the simulated arrivals got out: both pairs named, and which is which."""
+    """Capacities (every seat busy) against what the simulated arrivals got out: both pairs named, and which is."""
     text = _summary(built("batching-strategy"))
     assert "are the capacities with every seat busy" in text and "of arrivals got out" in text

@@ -29,6 +29,12 @@ all-reduce; MoE experts fp8), only on systems whose tables have fp8 GEMM (a MoE 
 have no fp8 MoE; KV / context FMHA fall back to bf16 where the attention op has no fp8 table, listed in
 ``settings.quant_fallbacks``), and writes ``benchmarks/data/aiconfigurator-0.12-fp8.json``.
 
+``--recipe fp8-block`` / ``--recipe nvfp4`` runs it with the GEMM and MoE modes of derive's weight recipe of
+that name (formulas/recipes.toml) instead: fp8_block (128 x 128 block-scaled weights, DeepSeek's) or nvfp4,
+with KV cache, context FMHA and all-reduce as the fp8 profile has them (aiconfigurator's "nvfp4" profile does
+the same), on the systems whose tables have that GEMM mode (a MoE model is skipped where they have no MoE table
+in it; KV / FMHA fallbacks as for --fp8), and writes ``benchmarks/data/aiconfigurator-0.12-<recipe>.json``.
+
 ``--measured`` instead runs one static estimate per published measurement in
 ``reports/data/measured.toml`` (same model, GPU, tp = count, batch, isl = prompt,
 osl = output; dtype fp8 -> aiconfigurator's "fp8" profile, else bfloat16) and
@@ -214,38 +220,44 @@ DTYPE_QUANT = {"fp8": QUANT_FP8, "bf16": QUANT, "fp16": QUANT, "bfloat16": QUANT
 MEASURED_SOURCE = "NVIDIA aiconfigurator 0.12.0 (pip), TensorRT-LLM backend tables, static mode"
 # --fp8 grid: the same "fp8" profile, with the MoE experts in fp8 too (moe_quant_mode matters for MoE only).
 QUANT_FP8_GRID = dict(QUANT_FP8, moe_quant_mode="fp8")
+# --recipe grids: derive's recipe -> aiconfigurator's GEMM and MoE mode for it; the rest as the fp8 profile.
+RECIPE_MODES = {"fp8-block": "fp8_block", "nvfp4": "nvfp4"}
+# Why a GPU has no tables in a GEMM mode. aiconfigurator would price nvfp4 off Blackwell as weight-only nvfp4_wo
+# (resolve_nvfp4_for_system: bf16 tables scaled by a transfer ladder), which is no table of its own.
+NO_TENSOR_CORES = {"fp8": "FP8", "fp8_block": "FP8", "nvfp4": "FP4"}
 
 
-def _fp8_gemm_missing(db, version: str) -> str | None:
-    """Why `db` cannot price the fp8 profile at all (no fp8 GEMM tables), else None."""
+def _gemm_missing(db, version: str, mode: str = "fp8") -> str | None:
+    """Why `db` cannot price GEMMs in `mode` at all (no tables in it), else None."""
     gemm = db.supported_quant_mode.get("gemm", [])
-    if "fp8" in gemm:
+    if mode in gemm:
         return None
-    return f"its {BACKEND} {version} tables have no fp8 GEMM (gemm modes {gemm}); the GPU has no FP8 tensor cores"
+    why = f"the GPU has no {NO_TENSOR_CORES[mode]} tensor cores"
+    return f"its {BACKEND} {version} tables have no {mode} GEMM (gemm modes {gemm}); {why}"
 
 
-def _fp8_quant(db, version: str, path: str, moe: bool = False):
-    """aiconfigurator's "fp8" profile resolved against `db`'s tables for the model at `path`.
+def _fp8_quant(db, version: str, path: str, moe: bool = False, mode: str = "fp8"):
+    """aiconfigurator's "fp8" profile resolved against `db`'s tables for the model at `path`, GEMMs in `mode`.
 
-    Returns (quant, notes, skip_reason): fp8 GEMM (+ fp8 MoE experts for a MoE model), fp8 KV cache unless
+    Returns (quant, notes, skip_reason): `mode` GEMM (+ `mode` MoE experts for a MoE model), fp8 KV cache unless
     the model's generation-attention op has no fp8-KV table, fp8 context FMHA unless its context-attention op
     has no fp8 table jointly with that KV mode (each fallback to bf16 is described in notes); skip_reason is
-    set (and quant None) when there is no fp8 GEMM, or no fp8 MoE table for a MoE model.
+    set (and quant None) when there is no `mode` GEMM, or no `mode` MoE table for a MoE model.
     """
     from aiconfigurator.sdk import common as aic_common
     from aiconfigurator.sdk.models import attention_op_keys
     from aiconfigurator.sdk.perf_database import context_fmha_supported_modes
     from aiconfigurator.sdk.utils import get_model_config_from_model_path
 
-    reason = _fp8_gemm_missing(db, version)
+    reason = _gemm_missing(db, version, mode)
     if reason:
         return None, [], reason
     sq = db.supported_quant_mode
-    quant, notes = dict(QUANT_FP8), []
+    quant, notes = dict(QUANT_FP8, gemm_quant_mode=mode), []
     if moe:
-        if "fp8" not in sq.get("moe", []):
-            return None, [], f"its {BACKEND} {version} tables have no fp8 MoE (moe modes {sq.get('moe', [])})"
-        quant["moe_quant_mode"] = "fp8"
+        if mode not in sq.get("moe", []):
+            return None, [], f"its {BACKEND} {version} tables have no {mode} MoE (moe modes {sq.get('moe', [])})"
+        quant["moe_quant_mode"] = mode
     arch = get_model_config_from_model_path(path)["architecture"]
     ctx_op, gen_op = attention_op_keys(aic_common.ARCHITECTURE_TO_MODEL_FAMILY[arch], BACKEND)
     if "fp8" not in sq.get(gen_op, []):
@@ -492,11 +504,19 @@ def main(argv=None) -> int:
         action="store_true",
         help="the same grid with aiconfigurator's fp8 profile; write benchmarks/data/aiconfigurator-0.12-fp8.json",
     )
+    mode.add_argument(
+        "--recipe",
+        choices=sorted(RECIPE_MODES),
+        help="fp8 profile, GEMMs and MoE in the recipe's mode; write benchmarks/data/aiconfigurator-0.12-<recipe>.json",
+    )
     args = ap.parse_args(argv)
     if args.measured:
         return measured_main(args, here)
+    # The precision the grid is in ("fp8", a recipe, or None for bf16) and aiconfigurator's GEMM mode for it.
+    label = "fp8" if args.fp8 else args.recipe
+    gemm_mode = RECIPE_MODES.get(label, label)
     if args.out is None:
-        name = "aiconfigurator-0.12-fp8.json" if args.fp8 else "aiconfigurator-0.12.json"
+        name = f"aiconfigurator-0.12-{label}.json" if label else "aiconfigurator-0.12.json"
         args.out = os.path.join(here, "benchmarks", "data", name)
 
     _quiet()
@@ -555,8 +575,8 @@ def main(argv=None) -> int:
         if db is None:
             skip(system, None, None, f"no {BACKEND} database in the installed aiconfigurator")
             continue
-        if args.fp8 and (reason := _fp8_gemm_missing(db, version)):
-            skip(system, None, None, f"fp8: {reason}")
+        if gemm_mode and (reason := _gemm_missing(db, version, gemm_mode)):
+            skip(system, None, None, f"{label}: {reason}")
             continue
         versions[system] = version
         print(f"{system}: {BACKEND} {version}", flush=True)
@@ -564,10 +584,10 @@ def main(argv=None) -> int:
         backend = get_backend(BACKEND)
         for hf_id, (path, info, moe) in resolved.items():
             quant = QUANT
-            if args.fp8:
-                quant, notes, reason = _fp8_quant(db, version, path, moe)
+            if gemm_mode:
+                quant, notes, reason = _fp8_quant(db, version, path, moe, gemm_mode)
                 if reason:
-                    skip(system, hf_id, None, f"fp8: {reason}")
+                    skip(system, hf_id, None, f"{label}: {reason}")
                     continue
                 fallbacks.extend({"system": system, "model": hf_id, "note": n} for n in notes)
             for tp in TPS:
@@ -686,7 +706,7 @@ def main(argv=None) -> int:
         "settings": {
             "mode": "static (InferenceSession.run_static, mode='static', stride=1)",
             "database_mode": "SILICON",
-            "quant": QUANT_FP8_GRID if args.fp8 else QUANT,
+            "quant": dict(QUANT_FP8_GRID, gemm_quant_mode=gemm_mode, moe_quant_mode=gemm_mode) if gemm_mode else QUANT,
             "pp": 1,
             "attention_dp": 1,
             "cp": 1,
@@ -725,6 +745,18 @@ def main(argv=None) -> int:
             "and context FMHA fall back to bf16 where the model's attention op has no fp8 table "
             "(quant_fallbacks). Every recorded point ran with exactly these modes (checked on its result row)."
         )
+    if args.recipe:
+        out["source"] += f", {gemm_mode} quantisation (derive's {args.recipe} recipe)"
+        out["settings"]["quant_profile"] = (
+            f"derive's {args.recipe} weight recipe (formulas/recipes.toml) in aiconfigurator's {gemm_mode} modes: "
+            f"{gemm_mode} GEMM, {gemm_mode} MoE experts (moe_quant_mode); KV cache, context FMHA and all-reduce as "
+            "its 'fp8' profile has them (fp8 KV, fp8 context FMHA, 16-bit (half) all-reduce), as its 'nvfp4' "
+            f"profile does too. Only systems whose tables have {gemm_mode} GEMM are run; a MoE model is skipped "
+            f"where the tables have no {gemm_mode} MoE; KV and context FMHA fall back to bf16 where the model's "
+            "attention op has no fp8 table (quant_fallbacks). Every recorded point ran with exactly these modes "
+            "(checked on its result row)."
+        )
+    if gemm_mode:
         out["settings"]["quant_fallbacks"] = sorted(fallbacks, key=lambda f: (f["system"], f["model"], f["note"]))
     out["points"] = points
     parts = []

@@ -2,10 +2,12 @@
 
     python3 tools/calibrate.py                  # in the project's own environment (numpy, derive)
     python3 tools/calibrate.py --only b200 l40s  # refit these; keep the other accelerators' fits as they are
+    python3 tools/calibrate.py --precisions nvfp4  # fit this precision; keep the others' fits as they are
 
 The data are aiconfigurator 0.12's profiled TensorRT-LLM timings (benchmarks/data/aiconfigurator-0.12.json,
-and aiconfigurator-0.12-fp8.json, made by tools/aiconfigurator_grid.py in its own virtual environment), one fit
-per accelerator and precision. The fit is split by model: it sees only the training models (benchmarks/profiled.py
+aiconfigurator-0.12-fp8.json, and -fp8-block.json and -nvfp4.json for those weight recipes, made by
+tools/aiconfigurator_grid.py in its own virtual environment), one fit per accelerator and precision
+(benchmarks/profiled.py GRIDS). The fit is split by model: it sees only the training models (benchmarks/profiled.py
 training_models) and reports its error on them and, separately, on every other model of the grid. Where one link
 efficiency cannot follow an accelerator's all-reduces (L40S over PCIe), it keeps to the tensor-parallel sizes it
 can (profiled.MAX_TP) and reports its error beyond them apart. A borrowed fit's error is measured where it can be
@@ -34,7 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import profiled  # noqa: E402
 
-from derive.calibration import FITTED  # noqa: E402
+from derive.calibration import BORROWS, FITTED  # noqa: E402
 from formulas import calibrated as cal  # noqa: E402
 
 OUT = ROOT / "formulas" / "calibration.json"
@@ -53,8 +55,10 @@ MAX_TP_NOTE = (
 BORROWED_NOTE = (
     "what a borrowed fit costs, measured on accelerators that have their own fit (a borrowing one has no profiled "
     "points to measure on): 'accelerator' is the default's fit on every other accelerator's held-out models, which an "
-    "accelerator without a fit takes; 'precision' is each accelerator's bf16 fit on its own held-out models in that "
-    "precision, which an accelerator with no fit in it takes (no_points: those with no profiled points in it)"
+    "accelerator without a fit takes; 'precision' is each accelerator's fit in the precision it borrows "
+    "(fitted_precision: bf16 for fp8 and nvfp4, fp8 for fp8-block; derive/calibration.py BORROWS) on its own "
+    "held-out models in that precision, which an accelerator with no fit in it takes (no_points: those with no "
+    "profiled points in it)"
 )
 
 
@@ -233,7 +237,8 @@ def borrowed(accelerators: dict[str, dict], groups: dict[str, list[profiled.Grou
 
     An accelerator without a fit takes the default's: its error on every other profiled accelerator says what
     that costs. A precision without one (an A100 in fp8: no tables, so no point to measure on) takes the
-    accelerator's bf16 fit: every accelerator's bf16 fit on its own fp8 points says what that costs.
+    accelerator's fit in the precision it borrows (BORROWS: bf16 for fp8): every accelerator's fit in that one
+    on its own points in the precision says what that costs.
     """
     out: dict[str, Any] = {"note": BORROWED_NOTE, "accelerator": {}, "precision": {}}
     held_out = {}  # (precision, accelerator) -> its held-out models' groups within MAX_TP
@@ -254,13 +259,14 @@ def borrowed(accelerators: dict[str, dict], groups: dict[str, list[profiled.Grou
             "by_accelerator": {g: errors(held_out[(precision, g)], values) for g in others},
         }
     for precision in groups:
-        both = sorted(g for p, g in held_out if p == precision != "bf16" and "bf16" in accelerators[g])
-        if not both:
+        lender = BORROWS.get(precision)  # bf16 borrows nothing
+        both = sorted(g for p, g in held_out if p == precision and lender in accelerators[g])
+        if lender is None or not both:
             continue
-        fit_of = {g: accelerators[g]["bf16"]["values"] for g in both}
+        fit_of = {g: accelerators[g][lender]["values"] for g in both}
         out["precision"][precision] = {
-            "fitted_precision": "bf16",
-            "measured_on": f"the held-out models of {', '.join(both)} in {precision}, each with its own bf16 fit",
+            "fitted_precision": lender,
+            "measured_on": f"the held-out models of {', '.join(both)} in {precision}, each with its own {lender} fit",
             "test_error": errors_each([(held_out[(precision, g)], fit_of[g]) for g in both]),
             "by_accelerator": {g: errors(held_out[(precision, g)], fit_of[g]) for g in both},
             "no_points": sorted(g for g in accelerators if precision not in accelerators[g]),
@@ -276,10 +282,14 @@ def main(argv: list[str] | None = None) -> None:
         choices=sorted(profiled.SYSTEMS.values()),
         help="refit these accelerators only; keep every other one's fit as calibration.json holds it",
     )
+    parser.add_argument(
+        "--precisions",
+        nargs="+",
+        choices=list(profiled.GRIDS),
+        help="fit these precisions only; keep every other one's fits as calibration.json holds them",
+    )
     args = parser.parse_args(argv)
-    kept = {}
-    if args.only:
-        kept = {g: f for g, f in json.loads(OUT.read_text())["accelerators"].items() if g not in args.only}
+    old = json.loads(OUT.read_text())["accelerators"] if args.only or args.precisions else {}
     accelerators: dict[str, dict] = {}  # type: ignore[type-arg]
     groups: dict[str, list[profiled.Group]] = {}
     for precision, path in profiled.GRIDS.items():
@@ -287,17 +297,25 @@ def main(argv: list[str] | None = None) -> None:
             print(f"no {precision} grid at {path.relative_to(ROOT)}: run tools/aiconfigurator_grid.py")
             continue
         groups[precision] = list(profiled.groups(precision))
+        # The accelerators not refitted in this precision keep what calibration.json holds (a fit or none).
+        refit = not args.precisions or precision in args.precisions
+        kept = {g: f for g, f in old.items() if not (refit and (not args.only or g in args.only))}
         for gpu, fit_ in fit_precision(precision, groups[precision], kept).items():
             accelerators.setdefault(gpu, {})[precision] = fit_
+    command = "python3 tools/calibrate.py"
+    for option in ("only", "precisions"):
+        if getattr(args, option):
+            command += f" --{option} {' '.join(getattr(args, option))}"
     data: dict[str, Any] = {
         "source": "aiconfigurator 0.12.0's profiled TensorRT-LLM kernel tables (static batches)",
         "data": ", ".join(str(p.relative_to(ROOT)) for p in profiled.GRIDS.values())
         + " (tools/aiconfigurator_grid.py)",
-        "generated_by": "python3 tools/calibrate.py" + (f" --only {' '.join(args.only)}" if args.only else ""),
+        "generated_by": command,
         "default": DEFAULT,
         "default_note": (
             "an accelerator without a fit of its own takes the default's values, and a precision without one the "
-            "accelerator's bf16 fit: efficiencies and fixed times, applied to its own datasheet figures"
+            "accelerator's fit in the precision it borrows (fp8-block: fp8, then bf16; fp8 and nvfp4: bf16; "
+            "derive/calibration.py BORROWS): efficiencies and fixed times, applied to its own datasheet figures"
         ),
         "units": {s.key: s.unit or "dimensionless" for s in FITTED},
         "accelerators": accelerators,
