@@ -191,20 +191,29 @@ def _follow_up(answer: Answer, inputs: Inputs, sheet: Sheet, q: dict[str, Quanti
 
 def _frontier(setup: Setup) -> Figure | None:
     """The latency-throughput frontier from derive plan: tokens a second per user against per accelerator, the best
-    layout of up to the setup's accelerators at each speed (none where no layout serves a 100 ms step)."""
-    from derive.planning import Targets, plan
-
+    layout of up to 8 of the setup's accelerators at each speed. The plan runs when the figure is drawn, not when
+    the answer is built (a search costs more than the rest of the answer)."""
     if setup.gpu is None:
         return None
-    targets = Targets(ttft=sympy.Integer(10), tpot=sympy.Rational(1, 10), prompt=setup.context, output=256)
-    try:
-        planned = plan(setup.model, [setup.gpu], targets, dtype=setup.dtype, max_accelerators=8)
-    except DeriveError:
-        return None
+
+    def draw(stem):  # type: ignore[no-untyped-def]
+        from derive import figures
+        from derive.planning import Targets, plan
+
+        targets = Targets(ttft=sympy.Integer(10), tpot=sympy.Rational(1, 10), prompt=setup.context, output=256)
+        try:
+            plan(setup.model, [setup.gpu], targets, dtype=setup.dtype, max_accelerators=8).figure(stem)
+        except DeriveError as error:  # no layout serves a 100 ms step: the figure says so
+            plt = figures.pyplot()
+            fig, ax = plt.subplots()
+            ax.text(0.5, 0.5, str(error).split(":")[0], ha="center", va="center", wrap=True, fontsize=9)
+            ax.set_axis_off()
+            figures.save(fig, stem)
+
     return Figure(
         "frontier",
         "The latency-throughput frontier derive plan finds on up to 8 of these accelerators: output tokens a second "
         "per accelerator against tokens a second per user, the best layout at each speed (the star: the layout "
         "with the most tokens per accelerator within a 100 ms step).",
-        planned.figure,
+        draw,
     )
