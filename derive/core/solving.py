@@ -6,6 +6,7 @@ second time), and its unit is checked against the unknown's.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -191,6 +192,17 @@ def _crossing(
 
 
 def _roots(lhs: sympy.Expr, rhs: sympy.Expr, unknown: Sym) -> list[sympy.Expr]:
+    """The positive real roots of lhs = rhs in `unknown`, symbolic: the same equation (the same model's formulas, on
+    any accelerator) is solved once a process (sympy.solve of a quadratic takes most of a second)."""
+    return list(_cached_roots(lhs, rhs, unknown))
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_roots(lhs: sympy.Expr, rhs: sympy.Expr, unknown: Sym) -> tuple[sympy.Expr, ...]:
+    return tuple(_solved_roots(lhs, rhs, unknown))
+
+
+def _solved_roots(lhs: sympy.Expr, rhs: sympy.Expr, unknown: Sym) -> list[sympy.Expr]:
     lambert = _lambert(lhs - rhs, unknown.symbol)
     if lambert is not None:
         return lambert
