@@ -35,7 +35,7 @@ from formulas import disaggregated as dis
 from formulas import layout as lay
 from formulas import notation as sym
 
-INPUTS = (sym.n, lay.pp, lay.dp, lay.ep, lay.s_kv, lay.L_a, lay.BW_tp, lay.BW_ep, lay.BW_pp, lay.t_rq)
+INPUTS = (sym.n, lay.pp, lay.dp, lay.ep, lay.s_kv, lay.L_a, lay.BW_tp, lay.BW_ep, lay.BW_pp, lay.d_p, lay.t_rq)
 
 
 @dataclass(frozen=True)
@@ -298,6 +298,7 @@ def layout_inputs(model: Model, layouts: list[Layout], system: System) -> list[n
             float(system.link(lt.tp)),
             float(system.link(lt.tp * lt.dp)),
             float(system.link(lt.accelerators)),
+            1.0,  # d_p: a lone prompt (search_gpu prices every rank's at once for the served TPOT)
         )
         for lt in layouts
     ]
@@ -332,11 +333,17 @@ def search_gpu(
 
     weights, per_sequence = at(compiled.weights, 0.0), at(compiled.held, 1.0)
     by_memory = np.floor((float(gpu.memory) - weights) / per_sequence)
-    ttft, ttft_floor = at(compiled.ttft, 1.0), at(compiled.ttft_floor, 1.0)
-    # What one more prompt adds to a step that already reads the weights and pays the fixed times: the prompt
-    # pass of two requests less that of one (formulas/layout.py, t_rq).
-    marginal = at(compiled.ttft, 2.0) - ttft
-    marginal_floor = at(compiled.ttft_floor, 2.0) - ttft_floor
+    ttft = at(compiled.ttft, 1.0)
+    # What one more prompt on each attention rank adds to a step that already reads the weights and pays the fixed
+    # times (formulas/layout.py, t_rq): the pass of two prompts less that of one, with all d ranks' prompts sharing
+    # the stage's experts at once (d_p = d), as they do on a busy server.
+    together = [*base[:-1], base[2]]
+
+    def added(fn: Callable[..., Any]) -> np.ndarray:
+        twice, once_ = (np.asarray(fn(*together, np.zeros(size), b), float) for b in (2.0, 1.0))
+        return np.broadcast_to(twice - once_, (size,))
+
+    marginal, marginal_floor = added(compiled.ttft), added(compiled.ttft_floor)
     inputs = [*base, marginal]
     found.table = LayoutTable(layouts, base, by_memory, ttft, marginal)
     by_tpot = np.floor(largest_batch(compiled.branches, inputs, float(targets.tpot)) + 1e-9)

@@ -114,6 +114,13 @@ c_pop = constant(
     "spread of the tokens each routed expert gets, as a coefficient of variation (fitted to aiconfigurator)",
 )
 I_ep = define("expert_imbalance", "I_ep", "", r"I_{ep}", "busiest expert rank's routed tokens over the mean rank's")
+d_p = define(
+    "prompt_ranks",
+    "d_p",
+    "",
+    r"d_{p}",
+    "attention ranks whose prompt passes run at once, sharing the stage's experts (1: a lone prompt)",
+)
 tau_v = define(
     "layout_tokens_through",
     "tau_v",
@@ -219,13 +226,16 @@ def _calibrated_slot(
     routed: Sym,
     shares: tuple[Sym, Sym, Sym, Sym, Sym],
     imbalance: Sym,
+    together: sympy.Expr = sympy.S.One,
 ) -> sympy.Expr:
     """One stage-slot at the fitted efficiencies, decode or prompt pass alike (the terms of formulas/calibrated.py).
 
     `shares` are one accelerator's weights read, GEMM FLOPs, the GEMMs' efficiency, cache bytes and attention FLOPs;
-    the busiest expert rank computes `imbalance` times its share of the routed experts' FLOPs.
+    the busiest expert rank computes `imbalance` times its share of the routed experts' FLOPs, of `together` ranks'
+    tokens where that many ranks' prompt passes share the experts at once.
     """
     weights, flops, gemm, cache, attention = shares
+    tokens = tokens * together
     busiest = flops.symbol + (imbalance.symbol - 1) * _per(tokens * cal.F_x.symbol, n, dp, pp)
     stage = L.symbol / pp.symbol
     allreduces = (cal.m_ar.symbol * L.symbol - L_a.symbol) / pp.symbol
@@ -384,8 +394,10 @@ prefill_weight_read_per_accelerator = formula(
 )
 prefill_flops_per_accelerator = formula(
     F_pg,
-    B.symbol * S_p.symbol * (_per(F.symbol - cal.F_x.symbol, n, pp) + _per(cal.F_x.symbol, n, dp, pp)),
-    "The prompts sit on one attention rank: its n accelerators do the replicated matmuls, the whole stage the experts.",
+    B.symbol * S_p.symbol * (_per(F.symbol - cal.F_x.symbol, n, pp) + d_p.symbol * _per(cal.F_x.symbol, n, dp, pp)),
+    "The prompts sit on one attention rank: its n accelerators do the replicated matmuls, the whole stage the experts, "
+    "for the d_p ranks whose prompts run at once (on a busy server every rank prefills in the same steps, as "
+    "aiconfigurator 0.12's aggregated mixed steps price it: each carries every rank's chunk through the experts).",
 )
 prefill_attention_flops_per_accelerator = formula(
     A_pg,
@@ -415,6 +427,7 @@ layout_prefill_slot_time = formula(
         routed=cal.W_xp,
         shares=(W_pg, F_pg, cal.eta_p, K_pg, A_pg),
         imbalance=I_ep,
+        together=d_p.symbol,
     ),
     "The calibrated prompt pass (formulas/calibrated.py) over one stage's share, as the decode slot.",
 )

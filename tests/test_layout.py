@@ -41,6 +41,7 @@ def values_at(model_name, layout, batch=1, context=4096, gpu="h100"):
             lay.ep: sympy.Integer(layout.ep),
             lay.s_kv: sympy.Integer(kv_shards(s, layout.tp)),
             lay.L_a: sympy.Integer(s.moe_layers if layout.ep > 1 else 0),
+            lay.d_p: sympy.Integer(1),
             lay.BW_tp: system.link(layout.tp),
             lay.BW_ep: system.link(layout.tp * layout.dp),
             lay.BW_pp: system.link(layout.accelerators),

@@ -282,15 +282,14 @@ def test_what_decides_is_an_advantage_of_the_pick():
 
 
 def test_the_expert_imbalance_term_of_why_by_hand():
-    """Qwen3-30B-A3B at 30 ms on H100 picks tp1 ep8 dp8: per output token its busiest expert rank spends
+    """Qwen3-30B-A3B at 30 ms on H100, as tp1 ep8 dp8: per output token its busiest expert rank spends
     (I_ep - 1)·F_x/P more at full speed, F_x = 2 x 48 layers x 8 experts x 3 x 2,048 x 768 (its config) and
     I_ep = 1 + 1.4·sqrt(2·8·ln 8/128) over the 989.4 TFLOP/s bf16 peak (NVIDIA's H100 datasheet); tensor
     parallelism alone spends nothing on it."""
     import math
 
     p = derive.plan("qwen3-30b-a3b", "h100", tpot="30 ms")
-    chosen = p.pick
-    assert (chosen.layout.tp, chosen.layout.ep, chosen.layout.dp) == (1, 8, 8)
+    (chosen,) = [r for r in p.rows if (r.layout.tp, r.layout.ep, r.layout.pp, r.layout.dp) == (1, 8, 1, 8)]
     routed_flops = 2 * 48 * 8 * 3 * 2048 * 768
     skew = 1.4 * math.sqrt(2 * 8 * math.log(8) / 128)
     assert chosen.terms["expert imbalance"] == pytest.approx(skew * routed_flops / 989.4e12, rel=1e-9)
@@ -298,7 +297,14 @@ def test_the_expert_imbalance_term_of_why_by_hand():
 
 
 def test_an_exact_tie_is_called_a_tie():
-    """Two busy copies at the same tokens/s per accelerator (Qwen3-30B-A3B, floor, 15 ms on H100: twice the
-    sequences at twice the step) tie; the sentence says so instead of crediting a factor."""
-    p = derive.plan("qwen3-30b-a3b", "h100", tpot="15 ms", floor=True)
-    assert "ties with the runner-up" in json.loads(p.to_json())["why"]["says"]
+    """Two busy copies at the same tokens/s per accelerator (twice the sequences at twice the step) tie; the
+    sentence says so instead of crediting a factor."""
+    import dataclasses
+
+    from derive.planning import why
+
+    chosen = derive.plan("qwen3-30b-a3b", "h100", tpot="15 ms", floor=True).pick
+    other = dataclasses.replace(chosen, sequences=2 * chosen.sequences, per_user=chosen.per_user / 2)
+    said, factors = why(chosen, other, {})
+    assert "ties with the runner-up" in said
+    assert math.prod(factors.values()) == pytest.approx(1)

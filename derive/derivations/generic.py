@@ -178,6 +178,7 @@ def layout_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
         lay.dp: (dp, "no attention data parallelism"),
         lay.ep: (ep, "experts split like the MLP"),
         lay.L_a: (shape(setup.model).moe_layers if ep > 1 else 0, "MoE layers reached by all-to-all"),
+        lay.d_p: (1, "one request's prompt pass alone"),
         sym.k_e: (1, "a dense model: its all-to-all terms are zero"),
         sym.E: (1, "a dense model: no routed experts to balance"),
         **{q: (v, "no draft") for q, v in NONE.values().items()},

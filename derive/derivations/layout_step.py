@@ -72,6 +72,7 @@ def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> N
     work.given(lay.ep, layout.ep, "expert parallel (1: experts split like the MLP)")
     work.compute(work.library.get("kv_shards"))
     work.given(lay.L_a, s.moe_layers if layout.ep > 1 else 0, "MoE layers reached by all-to-all")
+    work.given(lay.d_p, 1, "one request's prompt pass alone", inline=True)
     if not model.config.is_moe:
         work.given(sym.k_e, 1, "a dense model: its all-to-all terms are zero (L_a = 0)", inline=True)
         work.given(sym.E, 1, "a dense model: no routed experts to balance (F_x = 0)", inline=True)
