@@ -51,10 +51,20 @@ def _disaggregated(case: dict[str, Any], found: Any, targets: Targets) -> str:
     decodes = {r["parallel"]: r for r in tables.get("decode_workers", []) if r.get("meets_tpot")}
     if not prefills or not decodes:
         return f"  disaggregated: aiconfigurator has no pair ({tables.get('error') or 'no worker meets the targets'})"
-    split = disaggregate(found.table, found.compiled, found.system, found.gpu.name, targets, None, 4096)
+    split = disaggregate(
+        found.table, found.compiled, found.system, found.gpu.name, targets, None, 4096, case["total_gpus"]
+    )
     if split is None:
         return "  disaggregated: derive finds no pair"
-    best = max(_balanced(case["osl"], p, d) for p in prefills.values() for d in decodes.values())
+    fits = [
+        (p, d)
+        for p in prefills.values()
+        for d in decodes.values()
+        if p["num_gpus"] + d["num_gpus"] <= case["total_gpus"]
+    ]
+    if not fits:
+        return "  disaggregated: no pair of aiconfigurator's workers fits the GPU budget"
+    best = max(_balanced(case["osl"], p, d) for p, d in fits)  # one worker of each within the budget, as derive's
     p_name, d_name = (aiconfigurator_name(lt, case["moe"]) for lt in (split.prefill, split.decode))
     if p_name not in prefills or d_name not in decodes:
         return f"  disaggregated: derive's pair {split.prefill} + {split.decode} is not in aiconfigurator's tables"

@@ -173,9 +173,10 @@ def disaggregate(
     targets: Asked,
     price: Price | None,
     max_batch: int,
+    max_accelerators: int | None = None,
 ) -> Disaggregated | None:
     """The best prefill and decode pools of one accelerator's layouts (`compiled`: derive/planning.py's Compiled for
-    them), or None where no pair meets the targets."""
+    them), or None where no pair meets the targets; a pair (one worker of each) uses at most `max_accelerators`."""
     if table is None or compiled is None or not table.layouts:
         return None
     at = _formulas()
@@ -223,7 +224,8 @@ def disaggregate(
             accelerators[decodes][None, :],
             targets.output,
         )
-    rated = np.where(np.isfinite(rated) & (rated > 0), rated, -np.inf)
+    within = pair_size <= (max_accelerators if max_accelerators is not None else np.inf)
+    rated = np.where(np.isfinite(rated) & (rated > 0) & within, rated, -np.inf)
     if not np.isfinite(rated).any():
         return None
     if targets.rate is not None:  # the fewest accelerators of whole workers for the rate, then the most tokens

@@ -717,7 +717,14 @@ class Plan:
             for f in self.searches
             if (
                 split := disaggregate(
-                    f.table, f.compiled, f.system, f.gpu.name, self.targets, self.prices.get(f.gpu.name), self.max_batch
+                    f.table,
+                    f.compiled,
+                    f.system,
+                    f.gpu.name,
+                    self.targets,
+                    self.prices.get(f.gpu.name),
+                    self.max_batch,
+                    self.max_accelerators,
                 )
             )
             is not None

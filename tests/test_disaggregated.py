@@ -134,3 +134,14 @@ def test_plan_says_which_mode_wins_and_what_it_computes(run, model, tpot):
     assert split["says"].startswith(f"{winner} wins") and f"= {ratio:.2f}x" in split["says"]
     text = run("plan", "--model", model, "--tpot", tpot)
     assert f"{winner.capitalize()} wins" in text.stdout
+
+
+def test_a_pair_fits_the_accelerators_one_copy_may_use():
+    """With at most 8 accelerators a copy, one prefill and one decode worker together use at most 8 (DeepSeek-V3 in
+    fp8-block on H200: each worker needs 8, so no pair fits, and the plan says none does)."""
+    targets = Targets(ttft=sympy.Integer(2), tpot=sympy.Rational(50, 1000))
+    found = search_gpu(load_model("deepseek-v3"), load_gpu("h200"), "fp8-block", targets, 8, 1024, None)
+    args = (found.table, found.compiled, found.system, found.gpu.name, targets, None, 1024)
+    assert disaggregate(*args, 8) is None
+    loose = disaggregate(*args, 16)
+    assert loose is not None and loose.prefill.accelerators + loose.decode.accelerators <= 16
