@@ -69,7 +69,8 @@ def speculation(model: Any, values: dict[str, Any]) -> Speculation:
                     "Add --draft-tokens K (a draft model's tokens a pass), or --mtp for the config's own MTP modules",
                 )
         return NONE
-    chance = None if acceptance is None else _chance(acceptance)
+    # From 0 to below 1: formulas/speculative.py's (1 - alpha^(k+1))/(1 - alpha) is 0/0 at 1.
+    chance = None if acceptance is None else validate.chance(acceptance, "--acceptance")
     cost = None if draft_cost is None else validate.number(draft_cost, "draft_cost", "--draft-cost", zero=True, high=1)
     if mtp:
         modules = model.config.mtp_layers
@@ -95,9 +96,3 @@ def speculation(model: Any, values: dict[str, Any]) -> Speculation:
         )
     assert chance is not None and cost is not None
     return Speculation(k, chance, cost, "--draft-tokens, --acceptance, --draft-cost")
-
-
-def _chance(value: Any) -> sympy.Rational:
-    """An acceptance: from 0, below 1 (formulas/speculative.py's 1 + alpha + ... + alpha^k over 1 - alpha is 0/0 at
-    1, where every draft is accepted)."""
-    return validate.chance(value, "--acceptance")
