@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -15,7 +16,7 @@ import sympy
 from sympy.printing.latex import LatexPrinter
 
 from derive.core.render import givens_in_order, how, latex
-from derive.core.sheet import Compute, Figure, Given, Heading, Note, Prose, Quantity, Sheet, Solve
+from derive.core.sheet import Compute, Figure, Given, Heading, Note, Prose, Quantity, Section, Sheet, Solve, Table
 from derive.core.symbols import Sym, lookup
 from derive.core.units import format_quantity
 
@@ -161,7 +162,69 @@ def environment(fmt: str):  # type: ignore[no-untyped-def]
     )
     env.filters.update(words=lambda name: str(name).replace("_", " "))
     env.globals.update(givens=givens_in_order, lookup=lookup, headline=headline)
+    env.globals.update(listed_once=ListedOnce, worked_once=worked_once, cases=CASES)
     return env
+
+
+class ListedOnce:
+    """What one answer's appendix has not listed yet: a symbol at the same value is tabled once, a note said once."""
+
+    def __init__(self) -> None:
+        self.listed: set[object] = set()
+
+    def _new(self, items: list[Any], key: Callable[[Any], object]) -> list[Any]:
+        new = [item for item in items if key(item) not in self.listed]
+        self.listed.update(key(item) for item in new)
+        return new
+
+    def givens(self, givens: list[Any]) -> list[Any]:
+        return self._new(givens, lambda g: (g.sym.key, str(g.value)))
+
+    def notes(self, notes: list[str]) -> list[str]:
+        return self._new(notes, str)
+
+
+def _shape(sheet: Sheet) -> tuple[str, ...]:
+    """The symbols a sheet computes, in order: two sheets of one shape work the same steps."""
+    return tuple(step.defines.key for step in sheet.steps if isinstance(step, (Compute, Solve)))
+
+
+CASES = "abcdefgh"
+
+
+def worked_once(sections: list[Section]) -> list[tuple[Section, list[Section], Table | None]]:
+    """An answer's sections with repeats folded: a section that works the same steps as an earlier one (the same
+    symbols computed, in order) is not worked again; its inputs and results join the first's as a column of one
+    table, on the rows where the cases differ (issue 28: four near-identical derivations in one answer)."""
+    groups: list[tuple[Section, list[Section]]] = []
+    for section in sections:
+        first = next((g for g in groups if _shape(g[0].sheet) == _shape(section.sheet)), None)
+        if first is None or not _shape(section.sheet):
+            groups.append((section, []))
+        else:
+            first[1].append(section)
+    return [(first, rest, _cases_table([first, *rest]) if rest else None) for first, rest in groups]
+
+
+def _cases_table(cases: list[Section]) -> Table:
+    columns: list[dict[str, Quantity]] = []
+    meanings: dict[str, str] = {}
+    for case in cases:
+        column: dict[str, Quantity] = {}
+        for step in case.sheet.steps:
+            if isinstance(step, Given):
+                column[step.sym.key] = Quantity(step.value, step.sym.unit)
+                meanings.setdefault(step.sym.key, step.sym.meaning)
+            elif isinstance(step, (Compute, Solve)):
+                column[step.defines.key] = Quantity(step.value, step.defines.unit)
+                meanings.setdefault(step.defines.key, step.defines.meaning)
+        columns.append(column)
+    rows = tuple(
+        (Quantity(sentence(meanings[key])), *(column.get(key, Quantity(None)) for column in columns))
+        for key in meanings
+        if len({str(column.get(key, Quantity(None)).value) for column in columns}) > 1
+    )
+    return Table(("quantity", *(f"({CASES[i]})" for i in range(len(cases)))), rows, first_width=0.5)
 
 
 HEADLINE = 8  # the numbers an answer's page shows (issue 15: the 4 to 8 that carry it)

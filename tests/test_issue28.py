@@ -116,3 +116,29 @@ def test_batching_strategy_reconciles_its_closed_form_with_its_simulation():
     """Capacities (every seat busy) against what the simulated arrivals got out: both pairs named, and which is."""
     text = _summary(built("batching-strategy"))
     assert "are the capacities with every seat busy" in text and "of arrivals got out" in text
+
+
+def test_repeated_derivations_fold_into_one_table_of_cases():
+    """ffn-sharding works one layer four times (decode and prefill, fast and slow link): the book's appendix works it
+    once and tables the other three where their inputs and results differ (issue 28, item 1)."""
+    from derive.sheet_render import worked_once
+
+    answer = built("ffn-sharding")
+    [(first, repeats, table)] = worked_once(answer.sections)
+    assert first is answer.sections[0] and repeats == answer.sections[1:]
+    assert table is not None and table.header == ("quantity", "(a)", "(b)", "(c)", "(d)")
+    rows = {row[0].value: [str(cell.value) for cell in row[1:]] for row in table.rows}
+    assert "Tokens through the layer at once (decode batch or prefill chunk)" in rows
+    assert all(len(set(values)) > 1 for values in rows.values()), "a row where every case agrees"
+    # Sections that work different steps stay worked in full.
+    assert all(not repeats for _, repeats, _ in worked_once(built("slow-training-serving").sections))
+
+
+def test_a_table_has_a_cell_a_column():
+    """A row with a missing cell is a programming error, caught when the table is built."""
+    import pytest
+
+    from derive.core.sheet import Quantity, Table
+
+    with pytest.raises(ValueError, match="2 cells"):
+        Table(("run", "measured"), ((Quantity("m00"),),))

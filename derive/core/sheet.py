@@ -199,10 +199,24 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Table:
+    """Computed quantities in rows under a header: one row a case, where prose would repeat one sentence."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[Quantity, ...], ...]
+    first_width: float | None = None  # the first column wrapped at this share of the line, else its natural width
+
+    def __post_init__(self) -> None:
+        if any(len(row) != len(self.header) for row in self.rows):
+            raise ValueError(f"every row needs {len(self.header)} cells, one a column of {self.header}")
+
+
+@dataclass(frozen=True)
 class Section:
-    """A titled part of an answer: its own worked sheet, with prose before and after."""
+    """A titled part of an answer: its own worked sheet, with prose (and a table of cases) before and after."""
 
     title: str
     sheet: Sheet
     intro: tuple[Prose, ...] = ()
     outro: tuple[Prose, ...] = ()
+    table: Table | None = None  # shown after the intro

@@ -12,7 +12,7 @@ from derive import figures as plots
 from derive.answers import Answer, FollowUp, Inputs, Question
 from derive.core.errors import DeriveError
 from derive.core.evaluation import evaluate
-from derive.core.sheet import Figure, Prose, Quantity, Section, Work
+from derive.core.sheet import Figure, Prose, Quantity, Section, Table, Work
 from derive.core.units import format_quantity, parse_quantity
 from derive.derivations.common import model_library
 from derive.derivations.costs import predict
@@ -118,6 +118,25 @@ def _draw(labels, errors, stem):  # type: ignore[no-untyped-def]
     plots.bars(stem, labels, errors, "error against the measurement (%)", "Predicted against measured")
 
 
+_METRIC = {
+    "output_throughput_per_gpu": "tokens/s a GPU",
+    "output_throughput_system": "tokens/s a group / n",
+    "ttft": "TTFT",
+    "e2e_latency": "request latency",
+}
+_COLUMNS = (
+    "run",
+    "model, GPUs, dtype",
+    "batch,\nin/out",
+    "metric",
+    "measured",
+    "floor\noff %",
+    "calibrated\noff %",
+    "aiconfigurator\noff %",
+    "of the\nfloor %",
+)
+
+
 def _title(entry, setup) -> str:  # type: ignore[no-untyped-def]
     return (
         f"{entry['id']}: {setup.model.title}, {entry['count']} x {setup.gpu.name}, {entry['dtype']}, "
@@ -137,7 +156,8 @@ def _quantities(sheet, eta):  # type: ignore[no-untyped-def]
 def build(inputs: Inputs) -> Answer:
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     rows = []
-    lines = []
+    lines: list[tuple[Quantity, ...]] = []
+    per_run = []
     errors: list[dict[str, sympy.Expr]] = []
     compared: dict[str, dict[str, Quantity]] = {}
     for entry in measurements():
@@ -145,15 +165,19 @@ def build(inputs: Inputs) -> Answer:
         compared[entry["id"]] = figures
         rows.append((entry, setup, sheet, eta))
         errors.append({k: figures[f"{k}_error"].value for k in ("floor", "calibrated", "profiled")})
-        answer.headline(f"{entry['id']}_efficiency", eta)
-        answer.headline(f"{entry['id']}_predicted", sheet.results["predicted"].value, sheet.results["predicted"].unit)
+        per_run.append((entry, sheet, eta))
+        q = {**_quantities(sheet, eta), **figures}
         lines.append(
-            Prose(
-                "text",
-                f"{_title(entry, setup)}: measured {{measured}}; floor {{floor}} (off by {{floor_error}} %), "
-                "calibrated {calibrated} (off by {calibrated_error} %), aiconfigurator's profiled {profiled} "
-                "(off by {profiled_error} %); the measurement reaches {eta} % of the floor.",
-                {**_quantities(sheet, eta), **figures},
+            (
+                Quantity(entry["id"]),
+                Quantity(f"{setup.model.name}, {entry['count']}x{setup.gpu.name}, {entry['dtype']}"),
+                Quantity(f"{entry['batch']}, {entry['prompt']}/{entry['output']}"),
+                Quantity(_METRIC[entry["kind"]]),
+                q["measured"],
+                q["floor_error"],
+                q["calibrated_error"],
+                q["profiled_error"],
+                q["eta"],
             )
         )
     # Every measurement in one list; the derivation worked in full for one throughput and one latency figure.
@@ -166,7 +190,20 @@ def build(inputs: Inputs) -> Answer:
             Section(
                 "Every measurement against its bound" if i == 0 else f"Worked: {_title(entry, setup)}",
                 sheet,
-                intro=(tuple(lines) + (Prose("text", f"Worked below: {_title(entry, setup)}."),)) if i == 0 else (),
+                intro=(
+                    (
+                        Prose(
+                            "text",
+                            "Each published run against the floor, the calibrated estimate and aiconfigurator's "
+                            "profiled figure, each one's error in per cent of the measurement, and the share of the "
+                            "floor the run reaches.",
+                        ),
+                    )
+                    if i == 0
+                    else ()
+                ),
+                table=Table(_COLUMNS, tuple(lines)) if i == 0 else None,
+                outro=(Prose("text", f"Worked above: {_title(entry, setup)}."),) if i == 0 else (),
             )
         )
     etas = [eta for *_, eta in rows]
@@ -189,6 +226,12 @@ def build(inputs: Inputs) -> Answer:
         answer.headline(f"{name}_median_abs_error_percent", median)
     answer.headline("max_efficiency", max(etas))
     answer.headline("min_efficiency", min(etas))
+    answer.headline("mean_throughput_efficiency", q["thr_mean"].number / 100)
+    answer.headline("mean_latency_efficiency", q["lat_mean"].number / 100)
+    # Each run's own figures after the aggregates: the page leads with what the bank of runs says.
+    for entry, sheet, eta in per_run:
+        answer.headline(f"{entry['id']}_efficiency", eta)
+        answer.headline(f"{entry['id']}_predicted", sheet.results["predicted"].value, sheet.results["predicted"].unit)
     labels = [f"{entry['id']}: {setup.model.name}, {entry['kind'].replace('_', ' ')}" for entry, setup, *_ in rows]
     errors_by_kind = {
         name: [float(e[kind]) for e in errors]
@@ -197,8 +240,7 @@ def build(inputs: Inputs) -> Answer:
     answer.figures.append(
         Figure(
             "errors",
-            "Each predictor's error against each published measurement, in per cent of the measured figure "
-            "(0 is exact): the floor, the calibrated estimate and aiconfigurator's profiled value.",
+            "Each predictor's error against each published measurement, in per cent of it (0 is exact).",
             partial(_draw, labels, errors_by_kind),
         )
     )
@@ -232,18 +274,11 @@ def build(inputs: Inputs) -> Answer:
         ),
         Prose(
             "takeaway",
-            "What the calibrated estimate carries: a fixed time per layer, all-reduce latency and bandwidth under "
-            "tensor parallelism, weight and KV streaming below peak, GEMMs and attention below peak, elementwise "
-            "traffic, each fitted on profiled kernels. What it does not: in-flight batching and scheduler "
-            "overheads, speculative decoding, software versions other than the tables' (these measurements ran "
-            "TensorRT-LLM 0.6, the tables 1.0 and 1.3), a KV pool too small for the batch (m06), MoE grouped "
-            "GEMMs, and the dequantisation cost of weight-only quantisation.",
-        ),
-        Prose(
-            "takeaway",
-            "How to catch each one before a capacity plan rests on it: calibrate one efficiency per "
-            "regime (small-batch decode, large-batch decode, prefill) on the target stack, and "
-            "re-measure when model, precision, TP degree or context moves out of the calibrated range.",
+            "The calibrated estimate carries a fixed time per layer, all-reduce latency and bandwidth, and kernels "
+            "below peak, fitted on profiled kernels. It leaves out in-flight batching and scheduler overheads, "
+            "speculative decoding, other software versions (these runs used TensorRT-LLM 0.6, the tables 1.0 and "
+            "1.3) and a KV pool too small for the batch (m06): calibrate on the target stack, and re-measure when "
+            "model, precision, TP degree or context leaves the calibrated range.",
         ),
     ]
     answer.caveats += [
