@@ -142,3 +142,9 @@ def test_a_table_has_a_cell_a_column():
 
     with pytest.raises(ValueError, match="2 cells"):
         Table(("run", "measured"), ((Quantity("m00"),),))
+
+
+def test_a_moe_crossover_names_the_experts_a_step_reads():
+    """DeepSeek-V3 at batch 16 reads the experts its batch routes to, not 'all its matrices' (issue 28)."""
+    text = _summary(built("kv-weight-crossover", model="deepseek-v3", gpu="b200"))
+    assert "the experts its batch routes to" in text and "all its matrices" not in text

@@ -67,10 +67,14 @@ def build(inputs: Inputs) -> Answer:
         q["kv"] = answer.headline("kv_bytes_at_crossover", v[sym.kv_total], "byte")
         q["share"] = answer.headline("cache_memory_share", share)
         if arch.is_plain:
+            reads = (
+                "the experts its batch routes to, the other matrices whole, only the embedding rows it gathers"
+                if arch.is_moe
+                else "all its matrices, only the embedding rows it gathers"
+            )
             how = (
-                "KV reads overtake weight reads when B·S·k = W_read, the weights a step of the batch reads (all its "
-                "matrices, only the embedding rows it gathers), so S = W_read/(B·k): with {per_token} of cache and "
-                "{batch}"
+                f"KV reads overtake weight reads when B·S·k = W_read, the weights a step of the batch reads ({reads}), "
+                "so S = W_read/(B·k): with {per_token} of cache and {batch}"
             )
         else:
             how = (
