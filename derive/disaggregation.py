@@ -52,6 +52,7 @@ class Option(Protocol):
 
     gpu: str
     per_accelerator: float
+    for_rate: int | None  # accelerators whole copies (or workers) need for --rate
     cost_per_million: float | None
     fleet_cost_per_million: float | None
 
@@ -303,9 +304,15 @@ def verdict(aggregated: Copy, split: Disaggregated) -> str:
     )
     if aggregated.gpu != split.gpu:
         said += f" (on {split.gpu} against the aggregated pick's {aggregated.gpu})"
-    if aggregated.fleet_cost_per_million is not None and split.fleet_cost_per_million is not None:
-        said += (
-            f"; as fleets for the rate, {split.fleet_cost_per_million:.2f} against "
-            f"{aggregated.fleet_cost_per_million:.2f} USD per million tokens"
-        )
+    fleets = split.fleet_cost_per_million, aggregated.fleet_cost_per_million
+    if fleets[0] is not None and fleets[1] is not None:
+        if f"{fleets[0]:.2f}" == f"{fleets[1]:.2f}" and split.cost_per_million and aggregated.cost_per_million:
+            # Whole copies: both fleets may need the same accelerators for the rate; a busy copy's cost breaks the tie.
+            said += (
+                f"; as fleets for the rate they tie at {fleets[0]:.2f} USD per million tokens ({split.for_rate} and "
+                f"{aggregated.for_rate} accelerators), so a busy copy's cost decides: "
+                f"{split.cost_per_million:.2f} against {aggregated.cost_per_million:.2f}"
+            )
+        else:
+            said += f"; as fleets for the rate, {fleets[0]:.2f} against {fleets[1]:.2f} USD per million tokens"
     return f"{winner} wins: {said}"

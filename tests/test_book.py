@@ -89,7 +89,7 @@ def test_slow_8b_step_leads_with_fp32_weights():
     from derive.sheet_render import prose
 
     text = prose(answer.summary, "md")
-    assert text.index("fp32") < text.index("Sorted by what one profiler trace shows")
+    assert text.index("fp32") < text.index("sorted by what one profiler trace shows")
     floor, widened = answer.results["floor_step_time"].value, answer.results["fp32_floor_step_time"].value
     assert widened == 2 * floor  # bf16 to fp32 doubles every byte a step reads
 

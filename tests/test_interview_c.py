@@ -63,7 +63,7 @@ def test_cuda_graphs_buy_only_the_cpus_excess_over_the_gpu():
     import sympy
 
     follow = _answer("mbu-budget").follow_up.answer  # type: ignore[union-attr]
-    assert "Little" in follow.text and _value(follow, "gaps") == 80 * 12 * sympy.Rational(1, 10**6)
+    assert "Little" in follow.text and _value(follow, "gaps") == 80 * 15 * sympy.Rational(1, 10**6)
     fast = _answer("mbu-budget", launch_overhead="18 us").follow_up.answer  # type: ignore[union-attr]
     floor = _value(fast, "floor")
     assert _value(fast, "graph_mbu") == floor / _value(fast, "graph_step") * 100 > _value(fast, "mbu")

@@ -148,3 +148,42 @@ def test_a_moe_crossover_names_the_experts_a_step_reads():
     """DeepSeek-V3 at batch 16 reads the experts its batch routes to, not 'all its matrices' (issue 28)."""
     text = _summary(built("kv-weight-crossover", model="deepseek-v3", gpu="b200"))
     assert "the experts its batch routes to" in text and "all its matrices" not in text
+
+
+def test_one_launch_model_across_the_answers_that_launch_kernels():
+    """The answers that time a launched step assume the same runtime (reports/questions/shared.py): a reviewer found
+    480 kernels x 4 us on one page and 960 x 10 us on another for the same Llama 3 8B step. transformers' eager
+    generate (slow-8b-step) is a runtime of its own and its page says so."""
+    from derive import answers
+
+    keys = ("kernels_per_layer", "launch_overhead", "kernel_gap")
+    shared = {
+        qid: tuple(answers.question(qid).defaults[k] for k in keys)
+        for qid in ("framework-to-gpu", "compiler-fusion", "mbu-budget")
+    }
+    assert len(set(shared.values())) == 1, shared
+    assert "run op by op from Python" in _summary(built("slow-8b-step"))
+
+
+def test_a_vendor_claims_floor_reads_what_the_step_reads():
+    """Llama 3 70B on one H200: a step reads 139.7 GB (the weights it multiplies through and its cache), 29.1 ms at
+    4.8 TB/s; 'all 141.1 GB' would be 29.4 ms (issue 28 review)."""
+    text = _summary(built("vendor-claim"))
+    assert "must read 139.7 GB" in text and "29.1 ms" in text
+
+
+def test_energy_at_tdp_is_not_called_a_floor():
+    """Floor step time x TDP bounds neither way: the page may not call it a floor of the energy."""
+    assert "floors of the energy" not in _summary(built("energy-per-token"))
+
+
+def test_ffn_sharding_leads_with_the_flops_bytes_and_communication_asked_for():
+    r = built("ffn-sharding").results
+    assert list(r)[:6] == [
+        "decode_flops",
+        "decode_activation_bytes",
+        "decode_allreduce_bytes",
+        "prefill_flops",
+        "prefill_activation_bytes",
+        "prefill_allreduce_bytes",
+    ]

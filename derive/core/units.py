@@ -120,9 +120,16 @@ def _format_remembered(kind: str, value: object, unit_text: str, digits: int) ->
     return _format_quantity(value, unit_text, digits)  # `kind` in the key: 1 and 1.0 are equal, and print apart
 
 
+# Units printed the way the trade quotes them: a token's price per million tokens.
+_QUOTED = {"USD/token": (1e6, "USD per million tokens")}
+
+
 def _format_quantity(value: object, unit_text: str, digits: int) -> str:
     exact = sympy.sympify(value)
     number = float(exact)
+    if unit_text in _QUOTED:
+        scale, words = _QUOTED[unit_text]
+        return f"{_format_number(number * scale, digits)} {words}"
     if not unit_text:
         # A whole pure number (a config's 28,672 or 128,256) prints exactly: a rounded shape makes the
         # substitution's arithmetic false on its face.

@@ -64,18 +64,19 @@ def layout_sheet(
     for name in _PREFILL if fit else _PREFILL[:6]:
         work.compute(work.library.get(name), "ttft" if name in ("layout_ttft",) else None)
     prompt_pass = lay.ttft_c if fit else lay.ttft_f
-    ttft = work.values[prompt_pass]
     # One more prompt in a step that already reads the weights and pays the fixed times adds only its own work:
-    # the prompt pass of two requests less that of one.
-    two = {s: v for s, v in work.values.items() if not _grows_with_batch(s, work)}
-    two[sym.B] = sympy.Integer(2)
-    both = evaluate(prompt_pass.symbol, two, work.library)
+    # the prompt pass of two requests less that of one, with every attention rank's prompts sharing the stage's
+    # experts at once (d_p = d), as derive plan prices it (planning.search_gpu).
+    busy = {s: v for s, v in work.values.items() if not _depends(s, work, (sym.B, lay.d_p))}
+    busy[lay.d_p] = work.values[lay.dp]
+    one, both = (evaluate(prompt_pass.symbol, {**busy, sym.B: sympy.Integer(b)}, work.library) for b in (1, 2))
     work.heading("What the layout serves")
     work.given(sym.B, batch, "back to the solved micro-batch", inline=True)
     work.given(
         lay.t_rq,
-        both - ttft,
-        f"TTFT of two prompts ({format_quantity(both, 'second')}) less that of one: what a prompt adds to a step",
+        both - one,
+        f"TTFT of two prompts a rank ({format_quantity(both, 'second')}) less that of one "
+        f"({format_quantity(one, 'second')}), every rank prefilling at once: what a prompt adds to a step",
     )
     if floor:
         work.given(lay.tpot_c, work.values[lay.tpot_f], "the floor stands in for the estimate (--floor)")
@@ -226,10 +227,13 @@ def _fits_on_layout(work: Work, setup: Setup) -> None:
         )
 
 
-def _grows_with_batch(symbol: Sym, work: Work) -> bool:
-    """Whether the sheet computed `symbol` from a formula that depends on the batch (so it is redone at another)."""
+def _depends(symbol: Sym, work: Work, inputs: tuple[Sym, ...]) -> bool:
+    """Whether `symbol` is one of `inputs` or the sheet computed it from a formula that depends on one (so it is
+    redone when they change)."""
     defining = work.library.defining(symbol.symbol)
-    return symbol == sym.B or (defining is not None and depends_on(defining.expr, sym.B, work.library))
+    return symbol in inputs or (
+        defining is not None and any(depends_on(defining.expr, i, work.library) for i in inputs)
+    )
 
 
 def fit_on_layout(setup: Setup) -> Sheet:

@@ -66,7 +66,8 @@ def build(inputs: Inputs) -> Answer:
         answer.summary = Prose(
             "summary",
             answer.summary.text + " At the calibrated step times a real server takes, the same two batches spend "
-            "{one_cal} and {full_cal}: the floor's figures are floors of the energy too.",
+            "{one_cal} and {full_cal} at the TDP: the floor's step time understates the energy as the TDP "
+            "overstates the power, so neither figure bounds it alone.",
             q,
         )
     _wrong_answers(answer, setup, sheet, q)

@@ -36,12 +36,17 @@ def build(inputs: Inputs) -> Answer:
     ]
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     q: dict[str, Quantity] = {"slow": Quantity(slow, "byte/second")}
-    sheets: dict[str, Sheet] = {}
+    sheets = {f"{phase}_{link}": shard(setup) for phase, link, setup in cases}
+    # What the question asks for first: the layer's FLOPs, bytes and communication; then what binds where.
+    for phase in ("decode", "prefill"):
+        r = sheets[f"{phase}_nvlink"].results
+        q[f"{phase}_flops"] = answer.headline(f"{phase}_flops", r["flops"].value, "FLOP")
+        q[f"{phase}_activations"] = answer.headline(f"{phase}_activation_bytes", r["activation_bytes"].value, "byte")
+        q[f"{phase}_allreduce"] = answer.headline(f"{phase}_allreduce_bytes", r["allreduce_bytes"].value, "byte")
     for phase, link, setup in cases:
-        sheet = shard(setup)
-        sheets[f"{phase}_{link}"] = sheet
-        r = sheet.results
         key = f"{phase}_{link}"
+        sheet = sheets[key]
+        r = sheet.results
         answer.headline(f"{key}_binding", r["binding"].value)
         q[f"{key}_binding"] = Quantity(_WORDS[str(r["binding"].value)])
         for t in ("t_compute", "t_hbm", "t_network"):
@@ -73,8 +78,11 @@ def build(inputs: Inputs) -> Answer:
     q["prefill_tokens"] = Quantity(inputs["prefill_tokens"], "token")
     answer.summary = Prose(
         "summary",
-        "Write the three costs down and compare times: the largest binds. On {n} x {gpu}, a decode step of "
-        "{decode_tokens} through one FFN layer ({weights} of weights) takes {decode_nvlink_t_hbm} to read from HBM "
+        "Write the three costs down and compare times: the largest binds. One FFN layer ({weights} of weights) does "
+        "{decode_flops} for {decode_tokens} and {prefill_flops} for {prefill_tokens}, moves {decode_activations} and "
+        "{prefill_activations} of activations, and its all-reduce sends {decode_allreduce} and {prefill_allreduce} "
+        "from each accelerator. On {n} x {gpu}, the decode step "
+        "takes {decode_nvlink_t_hbm} to read from HBM "
         "against {decode_nvlink_t_compute} of arithmetic, so {decode_nvlink_binding} binds; a prefill chunk of "
         "{prefill_tokens} needs {prefill_nvlink_t_compute} of arithmetic, and "
         + (
@@ -99,6 +107,24 @@ def build(inputs: Inputs) -> Answer:
             partial(_draw, cases_shown, costs, f"{q['n'].value} x {q['gpu'].value}, one FFN layer"),
         )
     )
+    if q["n"].number > 1:
+        # The seed's network time is bytes over the link; a small all-reduce also waits its latency.
+        alpha = assumed(inputs, "allreduce_latency", "second")
+        decode = sheets["decode_nvlink"].results
+        with_latency = decode["t_network"].number + alpha
+        q["alpha"], q["decode_net_alpha"] = Quantity(alpha, "second"), Quantity(with_latency, "second")
+        q["decode_hbm"] = Quantity(decode["t_hbm"].number, "second")
+        binds = "still under" if with_latency < decode["t_hbm"].number else "now over"
+        answer.takeaways.append(
+            Prose(
+                "takeaway",
+                "The network time here is bytes over the link, as the question's model has it; decode's all-reduce "
+                "({decode_allreduce} sent) also waits a small-message latency ({alpha} assumed, as in "
+                "decode-floor-70b): "
+                "{decode_net_alpha}, " + binds + " HBM's {decode_hbm}.",
+                q,
+            )
+        )
     answer.takeaways += [
         Prose(
             "takeaway",
@@ -115,7 +141,7 @@ def build(inputs: Inputs) -> Answer:
         Prose(
             "caveat",
             "Peak figures and no overlap: real layers overlap the all-reduce with the matmuls in part, "
-            "and an all-reduce of a few kB is bound by latency, not bandwidth.",
+            "and a small all-reduce (decode's) is bound more by latency than by bandwidth.",
         ),
         Prose(
             "caveat",
@@ -214,7 +240,8 @@ QUESTION = Question(
         "tokens": 8,
         "prefill_tokens": 4096,
         "slow_link": "50 GB/s",
+        "allreduce_latency": "10 us",
     },
-    changeable=("model", "gpu", "dtype", "tp", "tokens", "prefill_tokens", "slow_link"),
+    changeable=("model", "gpu", "dtype", "tp", "tokens", "prefill_tokens", "slow_link", "allreduce_latency"),
     build=build,
 )

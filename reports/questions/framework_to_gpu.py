@@ -25,7 +25,7 @@ def launches(setup: Setup, inputs: Inputs, floor: object, kernels_per_layer: obj
     work.given(fu.t_l, assumed(inputs, "launch_overhead", "second"), "assumed: eager dispatch and launch, per kernel")
     work.given(
         la.t_node,
-        assumed(inputs, "graph_node_overhead", "second"),
+        assumed(inputs, "kernel_gap", "second"),
         "assumed: the GPU's gap per kernel, eager or graphed",
     )
     work.given(sym.t_step, floor, "the roofline floor, from the decode step below")
@@ -122,7 +122,7 @@ def build(inputs: Inputs) -> Answer:
         Prose(
             "caveat",
             "Kernels per layer, launch overhead and the per-node gap are assumptions (--set "
-            "kernels_per_layer=, launch_overhead=, graph_node_overhead=); profile the step (Nsight "
+            "kernels_per_layer=, launch_overhead=, kernel_gap=); profile the step (Nsight "
             "Systems) to read them off the timeline.",
         ),
         Prose(
@@ -214,8 +214,6 @@ QUESTION = Question(
         "context": 1024,
         "batch": 1,
         **LAUNCH_ASSUMPTIONS,
-        "launch_overhead": "5 us",
-        "graph_node_overhead": "1 us",
     },
     changeable=(
         "model",
@@ -225,7 +223,7 @@ QUESTION = Question(
         "batch",
         "kernels_per_layer",
         "launch_overhead",
-        "graph_node_overhead",
+        "kernel_gap",
     ),
     build=build,
 )

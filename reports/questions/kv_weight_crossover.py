@@ -82,21 +82,31 @@ def build(inputs: Inputs) -> Answer:
                 "K_seq summed over {model}'s layer kinds "
                 "(windowed layers stop growing at their window, state layers do not grow); at {batch}"
             )
+        step = _step_at_crossover(setup, found, v[sym.kv_total], v[sym.W])
+        if step is not None:
+            q["n"] = Quantity(step[0], "")
+        q["total"] = Quantity(v[sym.W] + v[sym.kv_total], "byte")
+        held = (
+            ""
+            if step is None
+            else ": one {gpu} holds them"
+            if step[0] == 1
+            else ": they take " + ("{n} x {gpu}" if step[0] > 1 else "") + " at the least"
+        )
         memory = (
-            "so a batch that reaches the crossover needs more than one accelerator's memory for its cache alone."
+            "so a batch that reaches the crossover needs more than one accelerator's memory for its cache alone; "
+            "with the weights, {total}" + held + "."
             if share >= 1
-            else "so at the crossover cache and weights still fit in one accelerator's memory."
-            if 2 * share <= 1
-            else "so cache and weights together no longer fit in one accelerator's memory."
+            else "so at the crossover cache and weights, {total}, still fit in one accelerator's memory."
+            if v[sym.W] + v[sym.kv_total] <= v[sym.M]
+            else "so cache and weights together, {total}, are more than one accelerator's memory" + held + "."
         )
         limit = ""
         if arch.max_context and found > arch.max_context:
             q["limit"] = Quantity(arch.max_context, "token/sequence")
             limit = " That is beyond the {limit} the model's config allows: in practice the weights dominate."
-        step = _step_at_crossover(setup, found, v[sym.kv_total], v[sym.W])
         realistic = ""
         if step is not None:
-            q["n"] = Quantity(step[0], "")
             q["floor"] = answer.headline("step_floor_at_crossover", step[1], "second")
             q["estimate"] = answer.headline("calibrated_step_at_crossover", step[2], "second")
             realistic = (

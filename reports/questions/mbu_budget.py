@@ -11,10 +11,12 @@ from derive.core.evaluation import evaluate
 from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.derivations.common import Setup, model_library, start
 from formulas import calibrated as cal
+from formulas import fusion as fu
 from formulas import notation as sym
+from formulas import prefill as pf
 from formulas import step_budget as sb
 from formulas import utilisation as u
-from reports.questions.shared import buckets, draw_budget, step_floor
+from reports.questions.shared import LAUNCH_ASSUMPTIONS, buckets, draw_budget, step_floor
 
 BUCKETS = (
     ("bandwidth floor", sym.t_step),
@@ -54,13 +56,19 @@ def build(inputs: Inputs) -> Answer:
         mbu=Quantity(v[sb.U_rep] * 100),
         bytes=Quantity(v[u.D_gpu], "byte"),
         n=Quantity(v[sym.n]),
+        batch=Quantity(v[sym.B], "sequence"),
+        context=Quantity(v[sym.S], "token/sequence"),
+        kernels=Quantity(v[sb.k_l]),
+        launch=Quantity(v[fu.t_l], "second"),
+        eta=Quantity(v[pf.eta_bw]),
     )
     answer.summary = Prose(
         "summary",
         "Rebuild the floor from bytes: "
         + ("the one accelerator reads" if v[sym.n] == 1 else "each of the {n} accelerators reads")
         + " {bytes} a step, {floor} at peak bandwidth, "
-        "so an MBU of {mbu} % means a step of {measured} and {missing} to account for. Under the stated assumptions "
+        "so an MBU of {mbu} % means a step of {measured} and {missing} to account for. At {batch} of {context}, "
+        "with {kernels} kernels a layer launched eagerly at {launch} each and kernels streaming at {eta} of peak, "
         "it splits into {allreduce_time} of all-reduces, {launch_gap_time} of kernel launches (gaps between kernels, "
         "and the CPU's excess where it is the longer path), "
         "{bandwidth_shortfall_time} of kernels reading below peak and {host_time} of host work, leaving "
@@ -223,9 +231,7 @@ QUESTION = Question(
         "context": 2048,
         "reported_mbu": "0.6",
         "allreduce_latency": "10 us",
-        "kernels_per_layer": 12,
-        "launch_overhead": "5 us",  # framework-to-gpu's eager launch per kernel
-        "kernel_gap": "1 us",  # the GPU's gap between queued kernels (framework-to-gpu's graph_node_overhead)
+        **LAUNCH_ASSUMPTIONS,
         "achieved_bandwidth": "0.85",
         "host_time": "1 ms",
     },

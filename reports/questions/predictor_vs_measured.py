@@ -213,6 +213,8 @@ def build(inputs: Inputs) -> Answer:
     latency = [eta for entry, *_, eta in rows if not entry["kind"].startswith("output")]
     q = {
         "count": Quantity(len(rows)),
+        "first_id": Quantity(rows[0][0]["id"]),
+        "last_id": Quantity(rows[-1][0]["id"]),
         "best": Quantity(max(etas) * 100),
         "best_id": Quantity(best[0]["id"]),
         "worst": Quantity(min(etas) * 100),
@@ -246,14 +248,15 @@ def build(inputs: Inputs) -> Answer:
     )
     answer.summary = Prose(
         "summary",
-        "The predictor is the roofline twice: TTFT = max(weights read, prompt FLOPs at peak), TPOT = max(step bytes "
-        "over bandwidth, step FLOPs at peak) at the mean context, times the output length. Held against {count} "
-        "published measurements in the precision each ran, per accelerator, with a static batch's prompt pass in "
-        "its wall time, none beats it: measurements reach {worst} % ({worst_id}) to {best} % ({best_id}) of the "
-        "bound, {thr_mean} % on average for throughput and {lat_mean} % for latency. Where it is wrong is where "
-        "that efficiency is not a constant. Beside it, the calibrated estimate (the floor plus fitted per-layer, "
-        "all-reduce, kernel-efficiency and elementwise terms, formulas/calibrated.py) is off by {calibrated_median} % "
-        "at the median, the floor by {floor_median} %, and aiconfigurator's profiled tables by {profiled_median} %.",
+        "The predictor is the roofline twice: TTFT = max(weight bytes over bandwidth, prompt FLOPs at peak); "
+        "TPOT = max(step bytes over bandwidth, step FLOPs at peak) at the mean context; a request takes TTFT + "
+        "output·TPOT. Held against {count} published measurements (runs {first_id} to {last_id}, tabled in the "
+        "appendix) in the precision each ran, per accelerator, with a static batch's prompt pass in its wall "
+        "time, none beats it: measurements reach {worst} % ({worst_id}) to {best} % ({best_id}) of the bound, "
+        "{thr_mean} % on average for throughput and {lat_mean} % for latency. Where it is wrong is where that "
+        "efficiency is not a constant. Beside it, the calibrated estimate (the floor plus fitted per-layer, "
+        "all-reduce, kernel-efficiency and elementwise terms) is off by {calibrated_median} % at the median, the "
+        "floor by {floor_median} %, and aiconfigurator's profiled tables by {profiled_median} %.",
         q,
     )
     _wrong_answers(answer, inputs, rows, compared, q)
@@ -263,7 +266,7 @@ def build(inputs: Inputs) -> Answer:
             "takeaway",
             "Wrong comparisons first: an FP8 run against a 16-bit prediction, a whole-system figure "
             "against a per-GPU one, or a static batch's output throughput without its prompt pass "
-            "each makes a measurement 'beat' the floor; the sheets here state all three.",
+            "each makes a measurement 'beat' the floor; each run here states all three.",
         ),
         Prose(
             "takeaway",

@@ -1,4 +1,4 @@
-"""Issue 14's planning question: serve DeepSeek-V3 at a TPOT target and a request rate; what do you buy?
+"""The planning question: serve DeepSeek-V3 at a TPOT target and a request rate; what do you buy?
 
 Every number is `derive plan`'s: each layout's largest batch meeting the target in closed form, the
 cheapest by the committed prices, and the pick's worked sheet (derive/derivations/plan.py).
@@ -54,6 +54,8 @@ def build(inputs: Inputs) -> Answer:
     answer = Answer(QUESTION, inputs, Prose("summary", ""))
     if "cost_per_token" in r:
         answer.headline("cost_per_token", r["cost_per_token"].value, "USD/token")
+    if "fleet_cost_per_token" in r:
+        answer.headline("fleet_cost_per_token", r["fleet_cost_per_token"].value, "USD/token")
     others = [row for row in plan.pareto() if row.gpu != pick.gpu]
     runner = min(others, key=lambda row: row.cost_per_million or float("inf")) if others else None
     q = {
@@ -76,6 +78,9 @@ def build(inputs: Inputs) -> Answer:
         "step": Quantity(r["decode_step"].value if "decode_step" in r else r["decode_step_floor"].value, "second"),
         "floor": Quantity(r["decode_step_floor"].value, "second"),
         "cost": Quantity(f"{pick.cost_per_million:.2f} USD" if pick.cost_per_million is not None else "no price"),
+        "fleet_cost": Quantity(
+            f"{pick.fleet_cost_per_million:.2f} USD" if pick.fleet_cost_per_million is not None else "no price"
+        ),
         "joules": answer.headline("joules_per_token", r["joules_per_token"].value, "joule/token"),
         "binds": Quantity(pick.binds),
     }
@@ -90,11 +95,12 @@ def build(inputs: Inputs) -> Answer:
     )
     answer.summary = Prose(
         "summary",
-        "Buy {fleet} of the {gpu}: {model} runs as {layout} on {count} of them a copy, each copy decoding "
-        "micro-batches of {batch}, and " + serve + " at a TPOT of {served} (the decode step is {step} of it, its "
-        "floor {floor}; the rest is the prompt passes an aggregated server interleaves). That is {per_gpu} per "
-        "accelerator at {per_user}, {joules} at the TDP, and {cost} per million output tokens at the committed "
-        "prices; the {binds} limit binds.",
+        "Buy {fleet} of the {gpu}: {model} runs as {layout} (tensor-parallel, expert-parallel, pipeline and "
+        "attention data-parallel degrees) on {count} of them a copy, each copy decoding micro-batches of {batch}, "
+        "and " + serve + " at a TPOT of {served} (the decode step is {step} of it, its floor {floor}; the rest is "
+        "the prompt passes an aggregated server interleaves). At capacity that is {per_gpu} per accelerator at "
+        "{per_user}, {joules} at the TDP and {cost} per million output tokens at the committed prices ({fleet_cost} "
+        "for the fleet at {rate}); the {binds} limit binds.",
         q,
     )
     _wrong_answers(answer, plan, pick, q)
@@ -252,19 +258,25 @@ def _follow_up(answer: Answer, plan: Any, sheet: Sheet, q: dict[str, Quantity]) 
     q["rate2"] = Quantity(2 * plan.targets.rate, "sequence/second")
     q["fleet2"], q["copies2"] = Quantity(fleet), Quantity(copies)
     on = "one {gpu_name}" if fleet == 1 else "{fleet2} {gpu_name}s"
+    cost = ""
+    if "fleet_cost_per_token" in sheet.results:
+        # Whole copies: the fleet's cost per token moves with how full its last copy runs; a busy copy's does not.
+        per_token = evaluate(lay.fleet_cost_per_token.expr, {**values, lay.N_rate: fleet})
+        q["fleet_cost2"] = Quantity(f"{float(per_token) * 1e6:.2f} USD")
+        cost = " The fleet's tokens then cost {fleet_cost2} per million (a busy copy's, {cost}, do not move)."
     text = (
         "One copy still serves {rate2}: on " + on + " it holds up to {capacity} within the TPOT and TTFT targets."
         if copies == 1
         else "Serving {rate2} takes {copies2} copies of the same layout, " + on + ": one copy holds at most "
-        "{capacity} within the TPOT and TTFT targets, and the cost per token does not depend on the rate."
-    )
+        "{capacity} within the TPOT and TTFT targets."
+    ) + cost
     answer.follow_up = FollowUp("And at twice the request rate?", Prose("follow-up", text, q))
 
 
 QUESTION = Question(
     id="serving-plan",
     title="Serve DeepSeek-V3 at 50 ms TPOT and 20 requests/s: what do you buy?",
-    source="Issue 14, the planning question",
+    source="The planning question, beyond the seed documents",
     level="Staff",
     kind="plan",
     defaults={

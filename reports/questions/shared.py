@@ -251,19 +251,23 @@ def chain(setup: Setup, inputs: Inputs, tokens: int, title: str, step: tuple[obj
     return work.sheet
 
 
+# Assumed, one launch model for every answer (formulas/launch.py): a serving runtime's decode step launched
+# eagerly, its kernels per layer, the CPU's dispatch and launch of one kernel, and the GPU's idle gap before each.
+LAUNCH_ASSUMPTIONS = {"kernels_per_layer": 15, "launch_overhead": "5 us", "kernel_gap": "1 us"}
+
+# The same for a model run op by op in eager PyTorch (transformers' generate): every norm, rotary and activation
+# several unfused ops, each dispatched from Python.
+EAGER_PYTORCH_ASSUMPTIONS = {"kernels_per_layer": 30, "launch_overhead": "10 us", "kernel_gap": "1 us"}
+
 # Assumed: a layer's elementwise chain (norms, residual adds, activation, rotary) as kernels, unfused and
-# fused, the launch cost of one kernel, and FLOPs per element. One place, shared with the slow-training answer.
+# fused, and FLOPs per element. One place, shared with the slow-training answer.
 FUSION_ASSUMPTIONS = {
     "unfused_kernels": 7,
     "fused_kernels": 4,
-    "launch_overhead": "4 us",
-    "kernel_gap": "1 us",  # the GPU's idle gap before each kernel (formulas/launch.py; framework-to-gpu's)
     "elementwise_flops": "4 FLOP",
+    "launch_overhead": LAUNCH_ASSUMPTIONS["launch_overhead"],
+    "kernel_gap": LAUNCH_ASSUMPTIONS["kernel_gap"],
 }
-
-
-# Assumed: the kernels one layer launches per decode step, fusion or not (framework-to-gpu's count).
-LAUNCH_ASSUMPTIONS = {"kernels_per_layer": 15}
 
 
 def figures_entry(sheet, setup):  # type: ignore[no-untyped-def]

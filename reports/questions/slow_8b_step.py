@@ -10,11 +10,12 @@ from derive.answers import Answer, FollowUp, Inputs, Question, assumed
 from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.derivations.common import Setup, start
 from formulas import calibrated as cal
+from formulas import fusion as fu
 from formulas import notation as sym
 from formulas import prefill as pf
 from formulas import step_budget as sb
 from formulas import utilisation as u
-from reports.questions.shared import buckets, draw_budget, step_floor
+from reports.questions.shared import EAGER_PYTORCH_ASSUMPTIONS, buckets, draw_budget, step_floor
 
 # Sorted by what one profiler trace shows first: idle gaps between kernels, then idle time between
 # steps, then kernels that run but read slower than peak.
@@ -61,6 +62,8 @@ def build(inputs: Inputs) -> Answer:
         "cpux": Quantity(v[sb.t_cpux], "second"),
         "eta": answer.headline("achieved_bandwidth", v[pf.eta_bw]),
         "over": Quantity(-v[sb.t_rest], "second"),
+        "per_layer": Quantity(v[sb.k_l]),
+        "launch_each": Quantity(v[fu.t_l], "second"),
     }
     fp32_first = False
     if v[u.t_meas] < v[sym.t_step]:
@@ -81,20 +84,36 @@ def build(inputs: Inputs) -> Answer:
         q["fp32_floor"] = answer.headline("fp32_floor_step_time", widened, "second")
         q["fp32_share"] = Quantity(widened / v[u.t_meas] * 100)
         q["widen"] = Quantity(4 / v[sym.b_w])
+        # The same step in fp32, read at the same share of peak and with the same gaps between its kernels.
+        fp32_step = widened / v[pf.eta_bw] + v[sym.L] * v[sb.k_l] * v[sb.t_k]
+        q["fp32_step"] = Quantity(fp32_step, "second")
+        alone = abs(fp32_step / v[u.t_meas] - 1) <= sympy.Rational(1, 10)
         first = (
-            "The likeliest cause comes first: the same step in fp32 (a model loaded without its dtype) reads {widen} "
-            "times the bytes, a floor of {fp32_floor}, {fp32_share} % of the measured time, so check the dtype before "
-            "profiling. "
+            "Rule out the dtype first: the same step in fp32 (a model loaded without its dtype) reads {widen} times "
+            "the bytes, a floor of {fp32_floor}, and at {eta} of peak bandwidth with the same {gaps} of gaps between "
+            "kernels it takes {fp32_step}"
+            + (", which alone accounts for the measured step. " if alone else " against the measured {measured}. ")
             if fp32_first
             else ""
         )
+        stored = v[sym.W] / (v[sym.n] * v[sym.BW]) if sym.W in v else None
+        quoted = ""
+        if stored is not None and abs(stored / v[sym.t_step] - 1) > sympy.Rational(1, 100):
+            # The usual back-of-envelope divides the stored weights; a step reads what it multiplies through.
+            q["stored_time"], q["stored"] = Quantity(stored, "second"), Quantity(v[sym.W], "byte")
+            quoted = " ({stored} of stored weights over the bandwidth is {stored_time}; a step reads what it uses)"
         answer.summary = Prose(
             "summary",
-            "The floor is the bytes over the bandwidth: {bytes} a step, {floor}; the measured {measured} is {ratio} "
-            "times that, and a gap that size at batch 1 is almost never the GPU being slow. "
+            "The floor is the bytes over the bandwidth: {bytes} a step, {floor}" + quoted + "; the measured "
+            "{measured} is {ratio} times that, and a gap that size at batch 1 is almost never the GPU being slow. "
             + first
-            + "Sorted by what one "
-            "profiler trace shows: (1) launching: the CPU spends {cpu} launching {kernels} kernels eagerly against "
+            + (
+                "With the weights in their own dtype, the three causes, sorted by what one "
+                if fp32_first
+                else "Sorted by what one "
+            )
+            + "profiler trace shows: (1) launching: run op by op from Python ({per_layer} kernels a layer at "
+            "{launch_each} each, assumed), the CPU spends {cpu} launching {kernels} kernels against "
             "the GPU's {gpu_work} of kernels and {gaps} of gaps between them, so launching adds {launch} (the gaps, "
             "and the CPU's excess where it is the longer path); "
             "(2) host work between steps (sampling, scheduling, Python), {host}; (3) kernels reading at {eta} of "
@@ -260,9 +279,7 @@ QUESTION = Question(
         "batch": 1,
         "context": 2048,
         "measured_step_time": "12 ms",
-        "kernels_per_layer": 30,
-        "launch_overhead": "10 us",  # eager PyTorch dispatch and launch per op, Python included (HF generate)
-        "kernel_gap": "1 us",  # the GPU's gap between queued kernels (framework-to-gpu's graph_node_overhead)
+        **EAGER_PYTORCH_ASSUMPTIONS,
         "achieved_bandwidth": "0.8",
         "host_time": "1 ms",
         "allreduce_latency": "10 us",

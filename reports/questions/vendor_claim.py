@@ -77,6 +77,8 @@ def build(inputs: Inputs) -> Answer:
         "context": Quantity(v[sym.S], "token"),
         "n": Quantity(v[sym.n]),
         "touched": Quantity(v[reads.W_read], "byte"),
+        # What one step moves: the floor's time at the layout's bandwidth (weights it multiplies through, its cache).
+        "step_bytes": Quantity(v[sym.t_mem] * v[sym.n] * v[sym.BW], "byte"),
     }
     realistic = _realistic(setup)
     realistic_dtype = setup.dtype
@@ -107,9 +109,8 @@ def build(inputs: Inputs) -> Answer:
     answer.summary = Prose(
         "summary",
         (
-            "One user's decode step must read all {weights} of {model}'s weights"
-            if not setup.model.config.is_moe
-            else "One user's decode step must read the {touched} of weights its token touches, of {model}'s {weights},"
+            "One user's decode step must read {step_bytes}, the {touched} of weights its token multiplies through "
+            + "(of the {weights} stored) and its cache,"
         )
         + " from {bw} of HBM"
         + ("" if v[sym.n] == 1 else " (its {n} x {gpu} together)")
