@@ -36,10 +36,10 @@ class _DeriveGroup(click.Group):
             message = exc.format_message().rstrip(".")
             context = getattr(exc, "ctx", None)
             hint = f". Run '{context.command_path} --help' for the options" if context else ""
-            click.echo(f"derive: error: {message}{hint}", err=True)
+            click.echo(f"derive: error: {_one_line(message)}{hint}", err=True)
             sys.exit(2)
         except DeriveError as exc:
-            click.echo(f"derive: error: {exc}", err=True)
+            click.echo(f"derive: error: {_one_line(str(exc))}", err=True)
             sys.exit(2)
         except click.Abort:
             click.echo("derive: aborted", err=True)
@@ -54,6 +54,12 @@ class _DeriveGroup(click.Group):
             )
             sys.exit(1)
         sys.exit(code or 0)
+
+
+def _one_line(message: str) -> str:
+    """An error echoes what the user typed: any character that would break its one line (a newline, a record
+    separator, a control character) is written as its escape."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
 
 
 class _Count(click.ParamType):

@@ -180,3 +180,10 @@ def test_every_command_has_help(run):
         assert "Usage: derive " + " ".join(path) in result.stdout
         summary = result.stdout.split("\n\n")[1].strip()
         assert summary and not summary.startswith("Options"), path  # a sentence saying what it does
+
+
+def test_an_echoed_control_character_keeps_the_error_on_one_line(run):
+    """The fuzz test drew '\\x1e' (a record separator, a line break to str.splitlines): the error echoes it escaped."""
+    result = run("params", "--model", "llama3-8b", "--check", "\x1e")
+    assert result.exit_code == 2 and "unexpected extra argument (\\x1e)" in result.stderr
+    assert len(result.stderr.splitlines()) == 1

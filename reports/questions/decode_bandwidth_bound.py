@@ -50,14 +50,20 @@ def build(inputs: Inputs) -> Answer:
         "prompt": Quantity(inputs["prompt"], "token"),
         "gpu": Quantity(setup.gpu.name),
         "intensity_n": Quantity(r["gemm_intensity"].value),
+        "peak": Quantity(setup.gpu.peak(setup.dtype)[0], "FLOP/second"),
+        "dtype": Quantity(setup.dtype),
     }
+    # Which peak sets the ridge: fp32 matmuls run on the CUDA cores, far below the tensor cores' bf16 figure.
+    peak_note = " (its {dtype} peak, {peak}" + (
+        ", on the CUDA cores: fp32 matmuls skip the tensor cores)" if setup.dtype == "fp32" else ")"
+    )
     answer.summary = Prose(
         "summary",
         "Compute-bound work is limited by arithmetic, bandwidth-bound work by how fast bytes arrive from memory; "
         "arithmetic intensity (FLOPs per byte read) against the accelerator's ridge decides which. Decode is "
         "bandwidth-bound: each step reads every weight ({weights} for this model) to make one token per sequence, "
         "so at batch 1 the weight matmuls do {intensity_n} FLOPs per byte, far below the {gpu} "
-        "ridge of {ridge}. Batching "
+        "ridge of {ridge}" + peak_note + ". Batching "
         "({batched} at {b}) and prefill ({prefill} for {prompt}) reuse the same read.",
         q,
     )

@@ -57,11 +57,7 @@ def build(inputs: Inputs) -> Answer:
         )
     )
     answer.takeaways += [
-        Prose(
-            "takeaway",
-            "The cache is linear in context and in bytes per value: halve either "
-            "(cap conversations, or an 8-bit cache with --kv-dtype fp8) and nearly twice as many fit.",
-        ),
+        _changes(inputs, int(str(sheet.inputs["tp"])), q),
         Prose(
             "takeaway",
             "The weights are paid once per accelerator group, the cache once per conversation: "
@@ -78,6 +74,34 @@ def build(inputs: Inputs) -> Answer:
     _wrong_answers(answer, setup, sheet, q)
     _follow_up(answer, inputs, q)
     return answer
+
+
+def _changes(inputs: Inputs, tp: int, q: dict[str, Quantity]) -> Prose:
+    """What to change, each alone on the same `tp` accelerators unless the change is more of them: the same sizing
+    with one input changed, what the question asks for last."""
+    options: tuple[tuple[str, dict[str, object]], ...] = (
+        ("an 8-bit cache", {"kv_dtype": "fp8"}),
+        ("8-bit (int8) weights", {"dtype": "int8"}),
+        ("half the context", {"context": max(1, int(inputs["context"]) // 2)}),
+        (f"twice the accelerators (tensor parallel {2 * tp})", {"tp": 2 * tp}),
+    )
+    said = []
+    for i, (name, change) in enumerate(options):
+        if all(inputs.get(k) == v for k, v in change.items()):
+            continue
+        try:
+            fits = costs.fit(inputs.setup(**{"tp": tp, **change})).results["max_sequences"].value
+        except DeriveError:  # the change does not apply to this model or accelerator
+            continue
+        q[f"change_{i}"] = Quantity(fits, "sequence")
+        said.append(f"{name}, {{change_{i}}}")
+    return Prose(
+        "takeaway",
+        "The cache is linear in context and in bytes per value. Each change alone, against {fits} now: "
+        + "; ".join(said)
+        + ".",
+        q,
+    )
 
 
 def _fits(setup: Setup, sheet: Sheet, **changed: sympy.Expr) -> sympy.Expr:

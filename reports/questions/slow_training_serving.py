@@ -53,13 +53,15 @@ def build(inputs: Inputs) -> Answer:
     answer.summary = Prose(
         "summary",
         "Compare each kernel's arithmetic intensity with the ridge ({ridge}): a matmul over {prompt} does {big_i} "
-        "and is compute-bound, while decode matmuls ({decode_i}), decode attention ({attention_i}) and "
+        "counting its weights' bytes (its activations' lower that) and is compute-bound, while decode matmuls "
+        "({decode_i}), decode attention ({attention_i}) and "
         "elementwise ops and norms ({ew_i}) sit far left of it: memory-bound, so fuse them. Naive "
         "attention over {prompt} writes "
         "score matrices of {scores} through HBM, {ratio} times a tiled (FlashAttention) kernel's {flash}. MFU counts "
         "only the model's FLOPs and HFU also the recomputed ones: the serving step measured at {measured} "
         "(batch {batch}) reads MFU {mfu_pct} %, and HFU the same, since decode recomputes nothing; a training step "
-        "that recomputes {rc_pct} % of its FLOPs (activation checkpointing) reports HFU {rc_factor} times its MFU, "
+        "whose recomputation adds {rc_pct} % to the model's FLOPs (activation checkpointing) reports HFU {rc_factor} "
+        "times its MFU, "
         "so judge training by MFU. Then profile: timeline gaps, and per-kernel achieved bandwidth against "
         "tensor-core use."
         + (
