@@ -12,7 +12,7 @@ division with one operand taken wrongly.
 
 from derive.core.library import formula, larger
 from derive.core.symbols import define
-from formulas.calibrated import X_ew, t_ar, t_W
+from formulas.calibrated import X_ew, t_ar
 from formulas.fusion import t_l
 from formulas.notation import BW, B, K_pr, L, M, P, W, k_l, kv_total, n, t_mem, t_step, tau
 from formulas.prefill import S_o, e2e, eta_bw, ttft
@@ -121,7 +121,7 @@ x_floor = define(
     "x_floor",
     "",
     r"x_{floor}",
-    "fraction of the estimated step that the weight-read floor explains",
+    "fraction of the estimated step that the floor (weights and cache at peak bandwidth) explains",
 )
 
 decode_step_estimate = formula(
@@ -131,7 +131,7 @@ decode_step_estimate = formula(
     "between two layers' matmuls, on the critical path, so nothing overlaps it.",
 )
 
-floor_share_of_step = formula(x_floor, t_W.symbol / t_est.symbol, "The weight-read floor over the estimated step.")
+floor_share_of_step = formula(x_floor, t_step.symbol / t_est.symbol, "The floor over the estimated step.")
 
 
 # Dashboard MBU with one operand wrong.

@@ -83,8 +83,8 @@ def build(inputs: Inputs) -> Answer:
     mla_bound = _bound(q["i_mla"].number, q["ridge"].number)
     mla_real = _bound(q["i_mla"].number, q["ridge_a"].number)
     realistic = (
-        " At the efficiencies attention kernels reach (fitted: {eta_a} of peak FLOP/s, {eta_kv} of peak "
-        "bandwidth) attention's own ridge is {ridge_a}, so MLA attention is "
+        " At the efficiencies attention kernels reach ({eta_a} of peak FLOP/s, {eta_kv} of peak bandwidth, fitted "
+        "to aiconfigurator's profiled kernels on the {gpu}) attention's own ridge is {ridge_a}, so MLA attention is "
         + mla_real
         + " in practice"
         + (" too." if mla_real == mla_bound else f", though {mla_bound} against the peaks.")
@@ -95,7 +95,9 @@ def build(inputs: Inputs) -> Answer:
         "value per KV head; so attention's FLOPs per cached byte are the query-to-KV head ratio times two FLOPs per "
         "multiply-accumulate over the bytes per cached value, and the layers, head width and batch all cancel. "
         "For {gqa_model} ({heads} query heads over {kv_heads} KV heads) that is {i_gqa} at any batch, against "
-        "a ridge of {ridge} on the {gpu}, while the weight GEMMs reach {i_w} at {batch}. MLA caches one latent "
+        "a ridge of {ridge} on the {gpu}, while the weight GEMMs reach {i_w} at {batch}"
+        + (" (they pass attention from {flip})" if q["flip"].value is not None else "")
+        + ". MLA caches one latent "
         "that all {mla_heads} heads of {mla_model} read as both key and value, lifting attention to {i_mla}: "
         "{x_mla} of the ridge." + recurrent_states(gqa_setup, gqa) + realistic,
         q,

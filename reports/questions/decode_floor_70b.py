@@ -169,17 +169,17 @@ def build(inputs: Inputs) -> Answer:
     )
     where = "split over {n} x {gpu_name} at {bw} each" if v[sym.n] > 1 else "on one {gpu_name} at {bw}"
     above = (
-        "Three things keep a real server above it: the KV cache of {context} of context ({t_k}), bandwidth below "
-        "peak ({t_eta} at an assumed {eta} of peak) and the tensor-parallel all-reduces ({t_ar})"
+        "Two things keep a real server above it: bandwidth below peak ({t_eta} at an assumed {eta} of peak) and "
+        "the tensor-parallel all-reduces ({t_ar})"
         if v[sym.n] > 1
-        else "Two things keep a real server above it: the KV cache of {context} of context ({t_k}) and bandwidth "
-        "below peak ({t_eta} at an assumed {eta} of peak)"
+        else "Bandwidth below peak keeps a real server above it ({t_eta} at an assumed {eta} of peak)"
     )
     spans = tp_link(setup, int(v[sym.n]))[2]
     answer.summary = Prose(
         "summary",
         f"At batch 1 {which} is read once per token and used for two FLOPs, {{i_w}} against the {{gpu}}'s ridge of "
-        f"{{ridge}}, so the tensor cores wait on memory. {reads}, {where}, sets the floor at {{t_w}} a token. "
+        f"{{ridge}}, so the tensor cores wait on memory. {reads}, {where}, takes {{t_w}} a token, and the KV cache "
+        "of {context} of context adds {t_k}: the floor is {floor}. "
         f"{above}, for about {{t_est}} a token: the floor is {{share}} of it."
         + (f" Mind the layout: {spans}." if spans else ""),
         q,

@@ -196,7 +196,7 @@ def build(inputs: Inputs) -> Answer:
     answer.takeaways += [
         Prose(
             "takeaway",
-            "Latency-bound work (batch 1, small batches) gains the bandwidth ratio {bw}; "
+            "Bandwidth-bound work (batch 1, small batches) gains the bandwidth ratio {bw}; "
             "compute-bound work (prefill, batches past the knee) gains the FLOP/s ratio {flops}. The "
             "two are close, which is why a single speedup looks plausible.",
             q,
