@@ -8,6 +8,8 @@ points the floor exceeds (it never should), and the calibrated estimate's |relat
 not see (formulas/calibration.json; tools/calibrate.py), dense and MoE apart; where a fit covers tensor-parallel
 sizes up to a limit only (L40S over PCIe), its error beyond the limit on a row of its own. Then what a borrowed fit
 costs, where it was measured, and per weight recipe with a fit of its own, the fit each accelerator takes for it.
+Then the routed experts' MoE kernel against aiconfigurator's MoE tables, per accelerator and expert format (the fit
+tools/calibrate.py holds in every precision's, formulas/calibration.json moe_kernels).
 Against the published static-batch measurements (reports/data/measured.toml), the
 calibrated estimate's error through `derive predict` itself. Targets (issue 11): no floor above a
 profiled value; held-out TPOT median <= 5 %, p90 <= 12 %; TTFT median <= 7 %, p90 <= 18 %; MoE median
@@ -128,6 +130,18 @@ def recipe_table() -> None:
     print()
 
 
+def kernel_table() -> None:
+    """The routed experts' MoE kernel fits against aiconfigurator's MoE tables, as tools/calibrate.py recorded them."""
+    kernels = json.loads((ROOT / "formulas" / "calibration.json").read_text())["moe_kernels"]
+    print("The MoE kernel against aiconfigurator's MoE tables (every shape, all rows; median and p90 of |error|)")
+    print(f"{'gpu':6} {'format':10} {'tables':>6}  {'decode':>13}  {'prefill':>13}")
+    for gpu, formats in kernels.items():
+        for name, fit in formats.items():
+            cells = [f"{fit[k]['median']:6.1%} {fit[k]['p90']:6.1%}" for k in ("decode_error", "prefill_error")]
+            print(f"{gpu:6} {name:10} {fit['tables']:6}  " + "  ".join(cells))
+    print()
+
+
 def measured_table() -> None:
     with MEASURED.open("rb") as fh:
         entries = tomllib.load(fh)["measurement"]
@@ -180,4 +194,5 @@ if __name__ == "__main__":
             profiled_table(precision)
     borrowed_table()
     recipe_table()
+    kernel_table()
     measured_table()

@@ -3,7 +3,9 @@
 Shared by tools/calibrate.py (which fits the calibrated terms) and benchmarks/predictor_error.py
 (which prints how far the floor and the fit are from the profiled values). The grids are
 benchmarks/data/aiconfigurator-0.12.json (bf16), aiconfigurator-0.12-fp8.json, and one per weight recipe that
-aiconfigurator has tables for (-fp8-block.json, -nvfp4.json), made by tools/aiconfigurator_grid.py.
+aiconfigurator has tables for (-fp8-block.json, -nvfp4.json), made by tools/aiconfigurator_grid.py. Beside them,
+aiconfigurator's MoE kernel tables (benchmarks/data/aiconfigurator-0.12-moe.json, copied out of its wheel by
+`tools/calibrate.py --moe-tables`): one routed-expert kernel's time by tokens, per shape, format and layout.
 """
 
 from __future__ import annotations
@@ -73,9 +75,10 @@ MODELS = {
     "Qwen/Qwen3-30B-A3B": "qwen3-30b-a3b",
     "deepseek-ai/DeepSeek-V3": "deepseek-v3",
 }
-# The training set: dense, GQA and MHA, two families, and one MoE (a dense model cannot fit the narrow-expert
-# width): Qwen3 30B-A3B's narrow experts where the accelerator's tables have them, else the MoE they have.
-# Everything else is held out.
+# The training set: dense, GQA and MHA, two families, and one MoE: Qwen3 30B-A3B where the accelerator's tables have
+# it, else the MoE they have. The dense models fit every term a dense model has; the MoE model then only the fixed
+# time a MoE layer adds to a dense layer's (tools/calibrate.py: the routed experts' shares of the peaks come from
+# aiconfigurator's MoE kernel tables). Everything else is held out.
 TRAIN_DENSE = ("llama3-8b", "llama3-70b", "qwen2.5-7b", "llama2-7b")
 TRAIN_MOE = ("qwen3-30b-a3b", "mixtral-8x7b")
 
@@ -94,6 +97,109 @@ OUTPUTS = {
     "ttft": cal.t_calp.symbol,
     "tpot": cal.t_cal.symbol,
 }
+
+
+# aiconfigurator's MoE kernel tables, as extracted (MoeTable): derive's expert format -> aiconfigurator's MoE quant
+# mode, the recipe whose bytes a weight takes, and the recipe whose datasheet peak its matmuls run at (the w4a16
+# MXFP4 kernel dequantises its 4-bit weights for 16-bit matmuls). The formats are the fits' precisions, and MXFP4.
+MOE = DATA / "aiconfigurator-0.12-moe.json"
+MOE_FORMATS = {
+    "bf16": ("bfloat16", "bf16", "bf16"),
+    "fp8": ("fp8", "fp8", "fp8"),
+    "fp8-block": ("fp8_block", "fp8-block", "fp8-block"),
+    "nvfp4": ("nvfp4", "nvfp4", "nvfp4"),
+    "mxfp4": ("w4a16_mxfp4", "mxfp4", "bf16"),
+}
+# The routing aiconfigurator prices its MOE family with (Qwen3, Mixtral, gpt-oss: aiconfigurator-core's
+# sdk/models/moe.py, power_law_alpha 1.2); its DeepSeek family's 1.01 is left out. One node: moe_tp·moe_ep <= 8.
+MOE_DISTRIBUTION = "power_law_1.2"
+MOE_MAX_GPUS = 8
+
+
+@dataclass
+class MoeTable:
+    """One MoE kernel shape on one accelerator, format and layout: its profiled time by routed tokens."""
+
+    system: str
+    gpu: str
+    format: str  # derive's (MOE_FORMATS)
+    experts: int
+    topk: int
+    hidden: int
+    inter: int
+    tp: int  # moe_tp: each expert's intermediate split tp ways
+    ep: int  # moe_ep: the experts spread over ep ranks
+    gated: bool  # gate, up and down projections (3 matrices an expert), else up and down
+    tokens: np.ndarray  # tokens routed through the layer, all ranks together
+    latency: np.ndarray  # seconds
+
+    @property
+    def params(self) -> int:
+        """Parameters of one expert on one rank."""
+        return (3 if self.gated else 2) * self.hidden * self.inter // self.tp
+
+
+def moe_tables(path: Path = MOE) -> list[MoeTable]:
+    """Every MoE kernel table of the extract whose accelerator derive has a fit for (SYSTEMS)."""
+    data = json.loads(path.read_text())
+    return [
+        MoeTable(
+            t["system"],
+            SYSTEMS[t["system"]],
+            t["format"],
+            t["experts"],
+            t["topk"],
+            t["hidden"],
+            t["inter"],
+            t["tp"],
+            t["ep"],
+            t["gated"],
+            np.array([p[0] for p in t["points"]], float),
+            np.array([p[1] for p in t["points"]]) / 1e3,
+        )
+        for t in data["tables"]
+        if t["system"] in SYSTEMS
+    ]
+
+
+def extract_moe_tables(root: Path, versions: dict[str, str]) -> dict[str, Any]:
+    """aiconfigurator-core's MoE tables under `root` (its systems/data folder), for each system at `versions`' database
+    (the grids'), in MOE_FORMATS, at MOE_DISTRIBUTION, on at most MOE_MAX_GPUS: the content of MOE."""
+    import pyarrow.parquet as pq
+
+    modes = {mode: name for name, (mode, _, _) in MOE_FORMATS.items()}
+    tables: dict[tuple[Any, ...], list[list[float]]] = {}
+    for system, version in sorted(versions.items()):
+        path = root / system / "moe" / "trtllm" / version / "moe_perf.parquet"
+        if not path.exists():
+            continue
+        for r in pq.read_table(path).to_pylist():
+            if r["moe_dtype"] not in modes or r["distribution"] != MOE_DISTRIBUTION:
+                continue
+            if r["kernel_source"] == "moe_torch_flow_min_latency":  # a low-latency twin aiconfigurator keeps apart
+                continue
+            if r["moe_tp_size"] * r["moe_ep_size"] > MOE_MAX_GPUS:
+                continue
+            gated = r["kernel_source"] != "moe_torch_flow_nongated"
+            shape = (r["num_experts"], r["topk"], r["hidden_size"], r["inter_size"], r["moe_tp_size"], r["moe_ep_size"])
+            key = (system, version, modes[r["moe_dtype"]], *shape, gated)
+            tables.setdefault(key, []).append([int(r["num_tokens"]), float(f"{r['latency']:.6g}")])
+    names = ("system", "version", "format", "experts", "topk", "hidden", "inter", "tp", "ep", "gated")
+    return {
+        "source": "aiconfigurator-core 0.12.0's profiled TensorRT-LLM MoE kernel tables "
+        "(systems/data/<system>/moe/trtllm/<version>/moe_perf.parquet, SILICON)",
+        "distribution": MOE_DISTRIBUTION,
+        "meaning": {
+            "format": "derive's expert format (benchmarks/profiled.py MOE_FORMATS: aiconfigurator's moe_dtype)",
+            "tp": "moe_tp_size: each expert's intermediate split tp ways",
+            "ep": "moe_ep_size: the experts spread over ep ranks",
+            "gated": "gate, up and down projections an expert (false: aiconfigurator's nongated kernel, up and down)",
+            "points": "[tokens routed through the layer (all ranks), latency in ms] of one MoE layer's kernel",
+        },
+        "tables": [
+            {**dict(zip(names, key, strict=True)), "points": sorted(points)} for key, points in sorted(tables.items())
+        ],
+    }
 
 
 def model_for(name: str) -> Model:

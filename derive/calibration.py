@@ -37,6 +37,12 @@ FITTED = (
     cal.m_ew,
     cal.w_0,
     cal.w_0p,
+    # The routed experts' MoE kernel, fitted to aiconfigurator's MoE tables (tools/calibrate.py): its passes over the
+    # routed activations, then its constants in the fit's own expert format and in MXFP4 (formulas/calibrated.py).
+    cal.m_x,
+    cal.m_xp,
+    *cal.OWN_FORMAT.values(),
+    *(fitted for formats in cal.EXPERT_FORMATS.values() for fitted in formats.values()),
 )
 ACTIVATION_BYTES = 2  # activations and all-reduces in bf16 whatever the weights (TensorRT-LLM, vLLM)
 ALLREDUCES_PER_LAYER = 2  # Megatron: after attention and after the MLP

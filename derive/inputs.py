@@ -65,7 +65,10 @@ _TABLE = (
     Input("allow_long_context", "flag", "Size a --context beyond the config's position limit anyway (with a note)."),
     Input("tp", "count", "Tensor-parallel degree. Default: the smallest power of two that fits."),
     Input(
-        "ep", "count", "Expert-parallel ranks: 1 (default) splits each expert --tp ways; tp·dp places whole experts."
+        "ep",
+        "count",
+        "Expert-parallel groups: each expert split tp·dp/ep ways inside one (1, the default: split over all; tp·dp: "
+        "whole experts).",
     ),
     Input("pp", "count", "Pipeline stages; --batch is then one micro-batch of each. Default: 1."),
     Input("dp", "count", "Attention data-parallel ranks sharing the routed experts (MoE). Default: 1."),

@@ -3,9 +3,10 @@
 The rules are the serving engines' (vLLM, SGLang, TensorRT-LLM): tensor parallelism stays inside
 one NVLink domain and divides the query heads, and the KV heads divide it or it divides them
 (past them the cache is copied, not split); pipeline stages divide the layers; attention data
-parallelism is for a mixture of experts, whose experts the ranks share; expert parallelism either
-keeps tensor parallelism's split (ep = 1, one rank) or places whole experts on every accelerator
-of a stage (ep = tp·dp, which must divide the experts).
+parallelism is for a mixture of experts, whose experts the ranks share. The experts span a stage's
+tp·dp accelerators as ep groups (each holding E/ep experts, which ep must divide), every expert split
+tp·dp/ep ways inside its group (TensorRT-LLM's moe_ep and moe_tp, whose product is tp·dp): ep = 1
+splits every expert over all of them, ep = tp·dp places whole experts.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ class Layout:
     @property
     def accelerators(self) -> int:
         return self.tp * self.pp * self.dp
+
+    @property
+    def expert_tp(self) -> int:
+        """Ways each routed expert is split inside its expert group (TensorRT-LLM's moe_tp): tp·dp/ep."""
+        return self.tp * self.dp // self.ep
 
     def __str__(self) -> str:
         return f"tp{self.tp} ep{self.ep} pp{self.pp} dp{self.dp}"
@@ -105,10 +111,8 @@ def problem(s: Shape, layout: Layout, system: System) -> str | None:
         if ep != 1 or dp != 1:
             return "a dense model has no experts to share: ep and dp are 1 (more copies serve a higher rate)"
         return None
-    if ep == 1:
-        return None if dp == 1 else "attention dp needs the experts placed whole: ep = tp·dp"
-    if ep != tp * dp:
-        return f"ep must be 1 or tp·dp = {tp * dp}"
+    if (tp * dp) % ep:
+        return f"ep {ep} must divide tp·dp = {tp * dp}, the accelerators a stage's experts span"
     if s.experts % ep:
         return f"ep {ep} does not divide the {s.experts} experts"
     return None
@@ -126,7 +130,7 @@ def search(model: Model, system: System, max_accelerators: int) -> list[Layout]:
     for tp in _powers(min(max_accelerators, system.domain)):
         for pp in stages:
             for dp in _powers(max_accelerators // (tp * pp)) if tp * pp <= max_accelerators else []:
-                for ep in sorted({1, tp * dp}):
+                for ep in _powers(tp * dp):
                     layout = Layout(tp, ep, pp, dp)
                     if problem(s, layout, system) is None:
                         out.append(layout)

@@ -294,7 +294,7 @@ def layout_inputs(model: Model, layouts: list[Layout], system: System) -> list[n
             lt.dp,
             lt.ep,
             kv_shards(s, lt.tp),
-            s.moe_layers if lt.ep > 1 else 0,
+            s.moe_layers if lt.ep > 1 or lt.dp > 1 else 0,  # tokens travel to the experts (formulas/layout.py)
             float(system.link(lt.tp)),
             float(system.link(lt.tp * lt.dp)),
             float(system.link(lt.accelerators)),

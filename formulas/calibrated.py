@@ -3,7 +3,9 @@
 A real step is a sequence of kernels. Each layer costs a fixed time however small the batch
 (launches, norms, tiny GEMMs); tensor parallelism adds two all-reduces per layer, each a
 latency plus 2(n-1)/n of the activations over the link; weights and the KV cache stream
-below peak bandwidth; GEMMs and attention kernels run below peak FLOP/s; unfused
+below peak bandwidth; GEMMs and attention kernels run below peak FLOP/s; a mixture of experts'
+routed experts run a MoE kernel of their own (a fixed time a MoE layer, passes over the routed
+activations, its own shares of the peaks in the format the experts are stored in); unfused
 elementwise passes move activations that tensor parallelism does not split. Every
 efficiency is at most 1 and every added time at least 0, so the estimate is never below
 the floor. The fitted values per accelerator are in formulas/calibration.json
@@ -99,6 +101,169 @@ m_ew = define(
     "unfused elementwise passes per layer (norms, rotary, activation, residual adds)",
 )
 
+# Fitted per accelerator and expert format to aiconfigurator's MoE kernel tables (tools/calibrate.py): the routed
+# experts' kernel in the fit's own format (its precision's: bf16, fp8, fp8-block, nvfp4)...
+t_xf = define(
+    "moe_layer_fixed_time",
+    "t_xf",
+    "second",
+    r"t_{x,f}",
+    "fixed time a MoE layer's routed-expert kernel adds to a dense layer's in a decode step, fit's own expert format",
+)
+t_xpf = define(
+    "prefill_moe_layer_fixed_time",
+    "t_xpf",
+    "second",
+    r"t_{x,p,f}",
+    "fixed time a MoE layer's routed-expert kernel adds to a dense layer's in the prompt pass, fit's own format",
+)
+eta_xf = define(
+    "expert_stream_efficiency",
+    "eta_xf",
+    "",
+    r"\eta_{x,f}",
+    "fraction of peak bandwidth the routed-expert kernel reaches streaming weights, in the fit's own expert format",
+)
+eta_xgf = define(
+    "decode_expert_gemm_efficiency",
+    "eta_xgf",
+    "",
+    r"\eta_{x,g,f}",
+    "fraction of peak FLOP/s the routed-expert kernel reaches in a decode step, in the fit's own expert format",
+)
+eta_xpf = define(
+    "prefill_expert_gemm_efficiency",
+    "eta_xpf",
+    "",
+    r"\eta_{x,p,f}",
+    "fraction of peak FLOP/s the routed-expert kernel reaches in the prompt pass, in the fit's own expert format",
+)
+I_xpf = define(
+    "prefill_expert_padding_intensity",
+    "I_xpf",
+    "FLOP/byte",
+    r"I_{x,p,f}",
+    "FLOPs a byte of touched expert weights the prompt pass's grouped GEMMs spend on padded rows, fit's own format",
+)
+m_x = define(
+    "decode_routed_activation_passes",
+    "m_xa",
+    "",
+    r"m_{x}",
+    "passes a decode step's MoE kernel makes over its routed activations each layer (gather, scatter, activation)",
+)
+m_xp = define(
+    "prefill_routed_activation_passes",
+    "m_xap",
+    "",
+    r"m_{x,p}",
+    "passes the prompt pass's MoE kernel makes over its routed activations each layer (gather, scatter, activation)",
+)
+# ...and in MXFP4, the format gpt-oss ships its experts in (aiconfigurator's w4a16_mxfp4 kernel: 4-bit weights
+# dequantised for 16-bit matmuls).
+t_x4 = define(
+    "mxfp4_moe_layer_fixed_time",
+    "t_x4",
+    "second",
+    r"t_{x,mx}",
+    "fixed time a MoE layer's routed-expert kernel adds to a dense layer's in a decode step, experts in MXFP4",
+)
+t_xp4 = define(
+    "mxfp4_prefill_moe_layer_fixed_time",
+    "t_xp4",
+    "second",
+    r"t_{x,p,mx}",
+    "fixed time a MoE layer's routed-expert kernel adds to a dense layer's in the prompt pass, experts in MXFP4",
+)
+eta_x4 = define(
+    "mxfp4_expert_stream_efficiency",
+    "eta_x4",
+    "",
+    r"\eta_{x,mx}",
+    "fraction of peak bandwidth the routed-expert kernel reaches streaming MXFP4 weights",
+)
+eta_xg4 = define(
+    "mxfp4_decode_expert_gemm_efficiency",
+    "eta_xg4",
+    "",
+    r"\eta_{x,g,mx}",
+    "fraction of peak FLOP/s the routed-expert kernel reaches in a decode step, experts in MXFP4",
+)
+eta_xp4 = define(
+    "mxfp4_prefill_expert_gemm_efficiency",
+    "eta_xp4",
+    "",
+    r"\eta_{x,p,mx}",
+    "fraction of peak FLOP/s the routed-expert kernel reaches in the prompt pass, experts in MXFP4",
+)
+I_xp4 = define(
+    "mxfp4_prefill_expert_padding_intensity",
+    "I_xp4",
+    "FLOP/byte",
+    r"I_{x,p,mx}",
+    "FLOPs a byte of touched expert weights the prompt pass's grouped GEMMs spend on padded rows, experts in MXFP4",
+)
+
+# What a model's routed experts run at: the fit's format, or the one its checkpoint ships them in (below, and
+# derive/architecture/build.py for a model that has one).
+L_x = define("routed_expert_layers", "L_x", "", r"L_{x}", "layers whose routed experts run a MoE kernel")
+k_x = define(
+    "routed_copies_per_token",
+    "k_x",
+    "",
+    r"k_{x}",
+    "copies of each token's activation a MoE layer routes to its experts (its top-k)",
+)
+t_x = define(
+    "routed_layer_fixed_time",
+    "t_xk",
+    "second",
+    r"t_{x}",
+    "fixed time a MoE layer's routed-expert kernel adds to a dense layer's in a decode step, in the experts' format",
+)
+t_xp = define(
+    "prefill_routed_layer_fixed_time",
+    "t_xpk",
+    "second",
+    r"t_{x,p}",
+    "fixed time a MoE layer's routed-expert kernel adds to a dense layer's in the prompt pass, in the experts' format",
+)
+eta_x = define(
+    "routed_stream_efficiency",
+    "eta_xk",
+    "",
+    r"\eta_{x}",
+    "fraction of peak bandwidth the routed-expert kernel reaches streaming the experts' weights",
+)
+eta_xg = define(
+    "decode_routed_gemm_efficiency",
+    "eta_xgk",
+    "",
+    r"\eta_{x,g}",
+    "fraction of peak FLOP/s the routed-expert kernel reaches in a decode step",
+)
+eta_xp = define(
+    "prefill_routed_gemm_efficiency",
+    "eta_xpk",
+    "",
+    r"\eta_{x,p}",
+    "fraction of peak FLOP/s the routed-expert kernel reaches in the prompt pass",
+)
+I_xp = define(
+    "prefill_routed_padding_intensity",
+    "I_xpk",
+    "FLOP/byte",
+    r"I_{x,p}",
+    "FLOPs a byte of touched expert weights the prompt pass's grouped GEMMs spend on padded rows (part-filled tiles)",
+)
+# The expert formats a checkpoint may ship (derive/architecture/reader.py's expert_format) -> the fitted values
+# its routed experts take in place of the fit's own format's.
+EXPERT_FORMATS = {
+    "mxfp4": {t_x: t_x4, t_xp: t_xp4, eta_x: eta_x4, eta_xg: eta_xg4, eta_xp: eta_xp4, I_xp: I_xp4},
+}
+# The fit's own format's, for every model whose checkpoint does not ship its experts in a format of their own.
+OWN_FORMAT = {t_x: t_xf, t_xp: t_xpf, eta_x: eta_xf, eta_xg: eta_xgf, eta_xp: eta_xpf, I_xp: I_xpf}
+
 # What a model's routed experts are: zero for a dense model (derive/architecture/build.py sums a MoE's).
 W_x = define(
     "expert_bytes_read_per_step", "W_xread", "byte", r"W_{x}", "routed-expert weight bytes one decode step reads"
@@ -120,8 +285,20 @@ t_fix = define("step_fixed_time", "t_fixd", "second", r"t_{fix}", "the layers' f
 t_ar = define(
     "decode_allreduce_time", "t_AR", "second", r"t_{ar}", "tensor-parallel all-reduce time of one decode step"
 )
-t_W = define("weight_read_time", "t_Wread", "second", r"t_{W}", "time to stream the weights a step reads, split over n")
-t_G = define("decode_gemm_time", "t_Gdec", "second", r"t_{G}", "time for a decode step's GEMM FLOPs, split over n")
+t_W = define(
+    "weight_read_time",
+    "t_Wread",
+    "second",
+    r"t_{W}",
+    "time to stream the weights a step reads, but the routed experts', split over n",
+)
+t_G = define(
+    "decode_gemm_time",
+    "t_Gdec",
+    "second",
+    r"t_{G}",
+    "time for a decode step's GEMM FLOPs, but the routed experts', split over n",
+)
 t_K = define(
     "kv_read_time", "t_Kread", "second", r"t_{K}", "time to read the batch's KV cache, split over n accelerators"
 )
@@ -143,6 +320,13 @@ t_N = define(
     r"t_{N}",
     "extra time of a decode step's routed-expert GEMMs for being narrow",
 )
+t_X = define(
+    "routed_expert_time",
+    "t_Xrt",
+    "second",
+    r"t_{X}",
+    "time of a decode step's routed-expert kernels, split over n",
+)
 t_cal = define(
     "tpot",
     "TPOT",
@@ -156,8 +340,20 @@ alias("calibrated_step_time", t_cal)
 t_arp = define(
     "prefill_allreduce_time", "t_ARp", "second", r"t_{ar,p}", "tensor-parallel all-reduce time of the prompt pass"
 )
-t_Wp = define("prefill_weight_time", "t_Wpre", "second", r"t_{W,p}", "time to stream the weights the prompt pass reads")
-t_Gp = define("prefill_gemm_time", "t_Gpre", "second", r"t_{G,p}", "time for the prompt pass's GEMM FLOPs")
+t_Wp = define(
+    "prefill_weight_time",
+    "t_Wpre",
+    "second",
+    r"t_{W,p}",
+    "time to stream the weights the prompt pass reads, but the routed experts'",
+)
+t_Gp = define(
+    "prefill_gemm_time",
+    "t_Gpre",
+    "second",
+    r"t_{G,p}",
+    "time for the prompt pass's GEMM FLOPs, but the routed experts'",
+)
 t_Kp = define("prefill_kv_write_time", "t_Kpre", "second", r"t_{K,p}", "time to write the prompt's KV cache")
 t_Ap = define(
     "prefill_attention_time", "t_Apre", "second", r"t_{A,p}", "time for the prompt pass's causal attention FLOPs"
@@ -175,6 +371,13 @@ t_Np = define(
     "second",
     r"t_{N,p}",
     "extra time of the prompt pass's routed-expert GEMMs for being narrow",
+)
+t_Xp = define(
+    "prefill_routed_expert_time",
+    "t_Xrtp",
+    "second",
+    r"t_{X,p}",
+    "time of the prompt pass's routed-expert kernels, split over n",
 )
 t_calp = define(
     "ttft",
@@ -214,6 +417,23 @@ def _allreduce(tokens: sympy.Expr, latency: Sym, efficiency: Sym) -> sympy.Expr:
     return L.symbol * m_ar.symbol * over_link(sent, n.symbol, latency, efficiency, BW_link)
 
 
+def routed_experts(
+    layers: sympy.Expr,
+    kernel: tuple[Sym, Sym, Sym, Sym | None],
+    expert_bytes: sympy.Expr,
+    expert_flops: sympy.Expr,
+    routed_activations: sympy.Expr,
+) -> sympy.Expr:
+    """A MoE kernel over `layers` layers, its `kernel` (DECODE_KERNEL or PREFILL_KERNEL): each layer a fixed time and
+    its passes over the `routed_activations` bytes; then the touched `expert_bytes` streamed, or the `expert_flops`
+    and the padding's FLOPs a byte of them computed, whichever is longer (formulas/layout.py prices a slot so too)."""
+    fixed, passes, gemm, padding = kernel
+    streaming = expert_bytes / (eta_x.symbol * BW.symbol)
+    padded = expert_flops + (padding.symbol * expert_bytes if padding is not None else 0)
+    per_layer = fixed.symbol + passes.symbol * routed_activations / BW.symbol
+    return layers * per_layer + larger(streaming, padded / (gemm.symbol * P.symbol))
+
+
 step_fixed_time = formula(
     t_fix,
     L.symbol * t_L.symbol,
@@ -223,14 +443,14 @@ step_fixed_time = formula(
 decode_allreduce_time = formula(t_ar, _allreduce(B.symbol * tau.symbol, alpha_ar, eta_link), _MEGATRON)
 weight_read_time = formula(
     t_W,
-    _split(W_read.symbol, eta_w, BW),
+    _split(W_read.symbol - W_x.symbol, eta_w, BW),
     "A step streams every weight it multiplies through once, split over n accelerators, at a fraction of the "
-    "peak bandwidth (scaling-book, 'All About Transformer Inference').",
+    "peak bandwidth (scaling-book, 'All About Transformer Inference'); the routed experts' kernel is t_X.",
 )
 decode_gemm_time = formula(
     t_G,
-    _split(B.symbol * tau.symbol * F.symbol, eta_g, P),
-    "The step's B·tau tokens through the weights, at a fraction of the peak FLOP/s.",
+    _split(B.symbol * tau.symbol * (F.symbol - F_x.symbol), eta_g, P),
+    "The step's B·tau tokens through the weights, at a fraction of the peak FLOP/s; the routed experts' are t_X.",
 )
 kv_read_time = formula(
     t_K,
@@ -261,6 +481,15 @@ _NARROW = (
 no_routed_bytes = formula(W_x, sympy.Integer(0), "A dense model has no routed experts.")
 no_routed_prefill_bytes = formula(W_xp, sympy.Integer(0), "A dense model has no routed experts.")
 no_routed_flops = formula(F_x, sympy.Integer(0), "A dense model has no routed experts.")
+no_routed_layers = formula(L_x, sympy.Integer(0), "A dense model has no routed experts.")
+no_routed_copies = formula(k_x, sympy.Integer(0), "A dense model has no routed experts.")
+_OWN = "Routed experts stored in the weights' own format run the fit's MoE kernel (tools/calibrate.py)."
+own_format_layer_time = formula(t_x, t_xf.symbol, _OWN)
+own_format_prefill_layer_time = formula(t_xp, t_xpf.symbol, _OWN)
+own_format_stream_efficiency = formula(eta_x, eta_xf.symbol, _OWN)
+own_format_decode_gemm_efficiency = formula(eta_xg, eta_xgf.symbol, _OWN)
+own_format_prefill_gemm_efficiency = formula(eta_xp, eta_xpf.symbol, _OWN)
+own_format_prefill_padding_intensity = formula(I_xp, I_xpf.symbol, _OWN)
 mlp_shard_width = formula(w_x, d_ff.symbol / n.symbol, "Tensor parallelism splits the MLP's intermediate n ways.")
 narrow_expert_time = formula(
     t_N,
@@ -272,16 +501,50 @@ prefill_narrow_expert_time = formula(
     _narrow(w_0p, W_xp, B.symbol * S_p.symbol),
     _NARROW,
 )
+_ROUTED = (
+    "aiconfigurator's profiled MoE kernels (TensorRT-LLM grouped GEMMs, one op a MoE layer) cost a fixed time a "
+    "layer however few tokens and a few passes over the k routed copies of every token's activation, which tensor "
+    "parallelism does not split; then they stream the experts the tokens touch or compute their FLOPs at shares of "
+    "the peaks that depend on the experts' format (MXFP4's 4-bit weights are dequantised in the kernel); all fitted "
+    "per accelerator and format to aiconfigurator 0.12's MoE tables (tools/calibrate.py), the fixed time less what "
+    "a dense layer's t_L already counts. Zero for a dense model."
+)
+# The decode step's kernel and the prompt pass's: fixed time, activation passes, FLOP share, padding (none at decode).
+DECODE_KERNEL = (t_x, m_x, eta_xg, None)
+PREFILL_KERNEL = (t_xp, m_xp, eta_xp, I_xp)
+
+
+def _routed_activations(tokens: sympy.Expr) -> sympy.Expr:
+    """Bytes of the k copies of `tokens` d-wide activations a MoE layer routes, on every accelerator (experts split)."""
+    return tokens * k_x.symbol * v_d.symbol * b_a.symbol
+
+
+def _routed_on_one_node(kernel: tuple[Sym, Sym, Sym, Sym | None], expert_bytes: Sym, tokens: sympy.Expr) -> sympy.Expr:
+    """The routed experts' kernel for `tokens` on n accelerators splitting every expert (no expert parallelism)."""
+    return routed_experts(
+        L_x.symbol, kernel, expert_bytes.symbol / n.symbol, tokens * F_x.symbol / n.symbol, _routed_activations(tokens)
+    )
+
+
+routed_expert_time = formula(t_X, _routed_on_one_node(DECODE_KERNEL, W_x, B.symbol * tau.symbol), _ROUTED)
+prefill_routed_expert_time = formula(
+    t_Xp,
+    _routed_on_one_node(PREFILL_KERNEL, W_xp, B.symbol * S_p.symbol),
+    _ROUTED + " A prompt pass's grouped GEMMs pad each touched expert's rows to whole tiles: I_x,p FLOPs a byte of its "
+    "weights more (fitted the same way; at a decode step's few rows a layer the padding is part of t_x).",
+)
 calibrated_step_time = formula(
     t_cal,
     t_fix.symbol
     + t_ar.symbol
     + t_N.symbol
+    + t_X.symbol
     + larger(t_W.symbol, t_G.symbol)
     + larger(t_K.symbol, t_A.symbol)
     + t_ew.symbol,
-    "Kernels run one after another: the GEMMs take the longer of streaming and computing, attention the longer "
-    "of reading the cache and computing, and the all-reduces sit between them on the critical path.",
+    "Kernels run one after another: the GEMMs take the longer of streaming and computing, the routed experts' "
+    "kernel likewise, attention the longer of reading the cache and computing, and the all-reduces sit between them "
+    "on the critical path.",
 )
 
 prefill_allreduce_time = formula(t_arp, _allreduce(B.symbol * S_p.symbol, alpha_p, eta_linkp), _MEGATRON)
@@ -290,13 +553,14 @@ prefill_fixed_time = formula(
 )
 prefill_weight_time = formula(
     t_Wp,
-    _split(W_pre.symbol, eta_w, BW),
-    "The prompt pass streams every weight it multiplies through once.",
+    _split(W_pre.symbol - W_xp.symbol, eta_w, BW),
+    "The prompt pass streams every weight it multiplies through once; the routed experts' kernel is t_X,p.",
 )
 prefill_gemm_time = formula(
     t_Gp,
-    _split(B.symbol * S_p.symbol * F.symbol, eta_p, P),
-    "Every prompt token through the weights, at the large-GEMM fraction of the peak FLOP/s.",
+    _split(B.symbol * S_p.symbol * (F.symbol - F_x.symbol), eta_p, P),
+    "Every prompt token through the weights, at the large-GEMM fraction of the peak FLOP/s; the routed experts' "
+    "are t_X,p.",
 )
 prefill_kv_write_time = formula(
     t_Kp,
@@ -319,6 +583,7 @@ calibrated_ttft = formula(
     t_fixp.symbol
     + t_arp.symbol
     + t_Np.symbol
+    + t_Xp.symbol
     + larger(t_Wp.symbol, t_Gp.symbol)
     + larger(t_Kp.symbol, t_Ap.symbol)
     + t_ewp.symbol,

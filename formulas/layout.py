@@ -63,10 +63,22 @@ _LAYOUT = "formulas/layout.py's layout: n-way tensor, p-stage pipeline, d-way at
 # The layout.
 pp = define("pp", "p", "", "p", "pipeline stages (each holds L/p layers)")
 dp = define("dp", "d_a", "", r"d_{a}", "attention data-parallel ranks sharing one copy of the routed experts")
-ep = define("ep", "e", "", "e", "expert-parallel ranks: 1 splits each expert n ways, n·d places experts whole")
+ep = define(
+    "ep",
+    "e",
+    "",
+    "e",
+    "expert-parallel groups: a stage's n·d accelerators hold E/e experts a group, each split n·d/e ways",
+)
 N_L = define("layout_accelerators", "N_L", "", r"N_{L}", "accelerators one copy of the model runs on")
 B_L = define("layout_sequences", "B_L", "sequence", r"B_{L}", "sequences the layout decodes at once (p micro-batches)")
-L_a = define("alltoall_layers", "L_a", "", r"L_{a}", "layers whose experts are reached by all-to-all (0 unless e > 1)")
+L_a = define(
+    "alltoall_layers",
+    "L_a",
+    "",
+    r"L_{a}",
+    "layers whose experts the tokens travel to (0 unless e > 1 or d > 1: else the MLP all-reduce serves)",
+)
 W_E = define("routed_expert_bytes", "W_E", "byte", r"W_{E}", "bytes of the routed experts' weights, stored")
 BW_tp = define("tp_link_bandwidth", "BW_tp", "byte/second", r"BW_{tp}", "one-way link of the tensor-parallel group")
 BW_ep = define("ep_link_bandwidth", "BW_ep", "byte/second", r"BW_{ep}", "one-way link of the expert all-to-all group")
@@ -212,6 +224,14 @@ def _per(amount: sympy.Expr, *splits: Sym) -> sympy.Expr:
     return amount / sympy.Mul(*(s.symbol for s in splits))
 
 
+def _dispatched(activations: Sym) -> sympy.Expr:
+    """Bytes one accelerator sends the stage's others in one dispatch (the combine sends as many back): its 1/n of
+    its rank's tokens, each to the n·d/e accelerators of every group its k experts sit in, at most once to each."""
+    group = n.symbol * dp.symbol
+    copies = smaller(k_e.symbol * group / ep.symbol, group)
+    return exchange(group, copies * activations.symbol / n.symbol)
+
+
 def _shared(dense: sympy.Expr, routed: sympy.Expr) -> sympy.Expr:
     """One accelerator's part: its rank's 1/(n·p) of what is replicated, 1/(n·d·p) of the shared experts."""
     return _per(dense, n, pp) + _per(routed, n, dp, pp)
@@ -224,6 +244,7 @@ def _calibrated_slot(
     link: tuple[Sym, Sym],
     narrow: Sym,
     routed: Sym,
+    kernel: tuple[Sym, Sym, Sym, Sym | None],
     shares: tuple[Sym, Sym, Sym, Sym, Sym],
     imbalance: Sym,
     together: sympy.Expr = sympy.S.One,
@@ -231,23 +252,35 @@ def _calibrated_slot(
     """One stage-slot at the fitted efficiencies, decode or prompt pass alike (the terms of formulas/calibrated.py).
 
     `shares` are one accelerator's weights read, GEMM FLOPs, the GEMMs' efficiency, cache bytes and attention FLOPs;
-    the busiest expert rank computes `imbalance` times its share of the routed experts' FLOPs, of `together` ranks'
-    tokens where that many ranks' prompt passes share the experts at once.
+    the routed experts' part of them runs the MoE kernel (`kernel`, formulas/calibrated.py routed_experts), where the
+    busiest expert rank computes `imbalance` times its share of the routed experts' FLOPs and moves as many times its
+    share of the routed activations, of `together` ranks' tokens where that many ranks' prompt passes share the
+    experts at once.
     """
     weights, flops, gemm, cache, attention = shares
     tokens = tokens * together
-    busiest = flops.symbol + (imbalance.symbol - 1) * _per(tokens * cal.F_x.symbol, n, dp, pp)
+    routed_bytes, routed_flops = _per(routed.symbol, n, dp, pp), _per(tokens * cal.F_x.symbol, n, dp, pp)
     stage = L.symbol / pp.symbol
     allreduces = (cal.m_ar.symbol * L.symbol - L_a.symbol) / pp.symbol
-    sent = exchange(ep.symbol, k_e.symbol * activations.symbol / n.symbol)
-    busiest_experts = imbalance.symbol * _per(tokens * cal.F_x.symbol, n, dp, pp)
-    experts = larger(_per(routed.symbol, n, dp, pp) / BW.symbol, busiest_experts / P.symbol)
+    sent = _dispatched(activations)
+    busiest_experts = imbalance.symbol * routed_flops
+    experts = larger(routed_bytes / BW.symbol, busiest_experts / P.symbol)
     return (
         stage * fixed.symbol
         + allreduces * over_link(ring_allreduce(n.symbol, activations.symbol), n.symbol, *link, BW_tp)
-        + 2 * L_a.symbol / pp.symbol * over_link(sent, ep.symbol, alpha_a2a, eta_a2a, BW_ep)
+        + 2 * L_a.symbol / pp.symbol * over_link(sent, n.symbol * dp.symbol, alpha_a2a, eta_a2a, BW_ep)
         + narrow.symbol / w_L.symbol * experts
-        + larger(weights.symbol / (cal.eta_w.symbol * BW.symbol), busiest / (gemm.symbol * P.symbol))
+        + cal.routed_experts(
+            cal.L_x.symbol / pp.symbol,
+            kernel,
+            routed_bytes,
+            busiest_experts,
+            imbalance.symbol * tokens * cal.k_x.symbol * v_d.symbol * b_a.symbol / ep.symbol,
+        )
+        + larger(
+            (weights.symbol - routed_bytes) / (cal.eta_w.symbol * BW.symbol),
+            (flops.symbol - routed_flops) / (gemm.symbol * P.symbol),
+        )
         + larger(cache.symbol / (cal.eta_kv.symbol * BW.symbol), attention.symbol / (cal.eta_a.symbol * P.symbol))
         + 2 * stage * cal.m_ew.symbol * activations.symbol / BW.symbol
     )
@@ -309,9 +342,12 @@ tp_sent_bytes = formula(
 )
 ep_sent_bytes = formula(
     Y_ep,
-    2 * L_a.symbol / pp.symbol * exchange(ep.symbol, k_e.symbol * X_r.symbol / n.symbol),
-    "Dispatch and combine: each token sends k copies of its activation to the experts' accelerators and gets "
-    "them back; the n accelerators of a rank split its tokens (DeepSeek-V3, sec. 3.4; k·d·b a token a layer).",
+    2 * L_a.symbol / pp.symbol * _dispatched(X_r),
+    "Dispatch and combine: each token sends k copies of its activation to the expert groups holding its experts, "
+    "each copy to all n·d/e accelerators of its group, at most once to each of the stage's n·d (with e = 1 every "
+    "accelerator holds a slice of every expert: an all-gather of the tokens, as aiconfigurator 0.12 costs MoE under "
+    "attention data parallelism inside a node, formulas/alltoall.json). They come back summed; the n accelerators "
+    "of a rank split its tokens (DeepSeek-V3, sec. 3.4; TensorRT-LLM's moe_tp x moe_ep).",
 )
 pp_sent_bytes = formula(
     Y_pp,
@@ -322,7 +358,8 @@ pp_sent_bytes = formula(
 layout_expert_width = formula(
     w_L,
     cal.w_x.symbol * ep.symbol / dp.symbol,
-    "Expert parallelism e = n·d keeps each expert whole; e = 1 splits it n ways (the tensor-parallel width w_x).",
+    "Each expert is split n·d/e ways inside its group: whole at e = n·d, the tensor-parallel width w_x at "
+    "e = d (one group a rank, e = 1 with no attention dp).",
 )
 
 layout_memory_time = formula(
@@ -373,12 +410,14 @@ layout_slot_time = formula(
         link=(cal.alpha_ar, cal.eta_link),
         narrow=cal.w_0,
         routed=cal.W_x,
+        kernel=cal.DECODE_KERNEL,
         shares=(W_rg, F_g, cal.eta_g, K_g, A_g),
         imbalance=I_ep,
     ),
     "The calibrated step (formulas/calibrated.py) over one accelerator's share of one slot: the stage's fixed "
-    "layer time, its all-reduces and all-to-alls (latency and wire at the fitted link share), narrow experts, "
-    "streaming against computing, the cache against attention, and the rank's unsplit elementwise passes.",
+    "layer time, its all-reduces and all-to-alls (latency and wire at the fitted link share), narrow experts, the "
+    "routed experts' MoE kernel, streaming against computing, the cache against attention, and the rank's unsplit "
+    "elementwise passes.",
 )
 layout_tpot = formula(
     tpot_c,
@@ -425,6 +464,7 @@ layout_prefill_slot_time = formula(
         link=(cal.alpha_p, cal.eta_linkp),
         narrow=cal.w_0p,
         routed=cal.W_xp,
+        kernel=cal.PREFILL_KERNEL,
         shares=(W_pg, F_pg, cal.eta_p, K_pg, A_pg),
         imbalance=I_ep,
         together=d_p.symbol,

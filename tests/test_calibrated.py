@@ -5,12 +5,15 @@ from __future__ import annotations
 import itertools
 import json
 
+import pytest
+import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from derive.calibration import FITTED, calibration
 from derive.catalog import load_gpu
 from derive.sweeps import Grid, evaluate_grid, predict_target
+from formulas import calibrated as cal
 
 
 def _json(run, *args):
@@ -81,8 +84,9 @@ def test_a_recipe_without_a_fit_borrows_the_nearest_and_says_so(run):
 
 def test_json_carries_floor_estimate_and_every_term(run):
     results = _json(run, "predict", "--model", "mixtral-8x7b", "--tp", "4", "--batch", "8")["results"]
-    for name in ("tpot_floor", "tpot", "ttft_floor", "ttft", "decode_allreduce_time", "narrow_expert_time"):
+    for name in ("tpot_floor", "tpot", "ttft_floor", "ttft", "decode_allreduce_time"):
         assert results[name]["value"] > 0, name
+    assert results["narrow_expert_time"]["value"] >= 0  # a width the MoE tables may fit at zero
     decode_terms = ("step_fixed_time", "decode_allreduce_time", "narrow_expert_time", "elementwise_time")
     assert results["tpot"]["value"] >= sum(results[t]["value"] for t in decode_terms)
 
@@ -112,3 +116,65 @@ def test_the_estimate_is_never_below_the_floor(model, gpu):
 def test_one_accelerator_has_no_allreduce_time(run):
     results = _json(run, "predict", "--model", "llama3-8b", "--tp", "1")["results"]
     assert results["decode_allreduce_time"]["value"] == 0 and results["prefill_allreduce_time"]["value"] == 0
+
+
+def _eval(run, quantity, *args):
+    return _json(run, "eval", quantity, *args)["results"][quantity]["value"]
+
+
+def test_the_routed_expert_term_by_hand_for_gpt_oss_on_an_h200(run):
+    """gpt-oss-20b's decode step at batch 64 on one H200: its routed experts run the MXFP4 kernel's fitted constants.
+
+    Facts of the published config (openai/gpt-oss-20b config.json): 24 layers, all MoE, 32 experts, top-4, hidden
+    and expert intermediate 2,880, experts with biases (gate_up 2,880 x 5,760 + 5,760, down 2,880 x 2,880 + 2,880),
+    stored in MXFP4 at 17/32 byte a weight (OCP MX v1.0: 4-bit values, one 8-bit scale per 32). H200: 4.8 TB/s,
+    989.4 TFLOP/s bf16 dense (formulas/gpus.toml). Activations travel in bf16, 2 bytes.
+    """
+    fit = {s.key: float(v) for s, v in calibration(load_gpu("h200"), "bf16").values.items()}
+    layers, experts, top_k, hidden, batch = 24, 32, 4, 2880, 64
+    per_expert = 3 * hidden * hidden + 3 * hidden
+    touched = experts * (1 - (1 - top_k / experts) ** batch)
+    expert_bytes = layers * touched * per_expert * 17 / 32
+    expert_flops = batch * 2 * layers * top_k * per_expert
+    routed_activations = batch * top_k * hidden * 2  # bytes a layer
+    bandwidth, peak = 4.8e12, 989.4e12
+    expected = layers * (
+        fit["mxfp4_moe_layer_fixed_time"] + fit["decode_routed_activation_passes"] * routed_activations / bandwidth
+    ) + max(
+        expert_bytes / (fit["mxfp4_expert_stream_efficiency"] * bandwidth),
+        expert_flops / (fit["mxfp4_decode_expert_gemm_efficiency"] * peak),
+    )
+    args = ("--model", "gpt-oss-20b", "--gpu", "h200", "--tp", "1", "--set", f"batch={batch}")
+    assert _eval(run, "routed_expert_time", *args) == pytest.approx(expected, rel=1e-9)
+    assert expected > expert_bytes / bandwidth  # the experts' share of the floor, at peak bandwidth
+
+
+def test_a_checkpoint_expert_format_takes_its_own_kernel_and_others_the_fits():
+    """gpt-oss ships MXFP4 experts: its routed terms read the MXFP4 constants; Qwen3's experts are in the weights'
+    format and read the fit's own (formulas/calibrated.py EXPERT_FORMATS, derive/architecture/build.py)."""
+    from derive.catalog import load_model
+
+    for name, fitted in (("gpt-oss-20b", cal.EXPERT_FORMATS["mxfp4"]), ("qwen3-30b-a3b", cal.OWN_FORMAT)):
+        formulas = {f.defines: f.expr for f in load_model(name).formulas.all()}
+        for routed, constant in fitted.items():
+            assert formulas.get(routed, cal.OWN_FORMAT[routed].symbol) == constant.symbol, (name, routed.key)
+
+
+def test_the_routed_expert_term_is_zero_for_a_dense_model_and_the_step_its_old_form(run):
+    """A dense model has no MoE layer, routed bytes or FLOPs: the routed-expert terms vanish and the weights and GEMMs
+    are priced as before the MoE kernel had terms of its own (all weights at eta_w, all FLOPs at eta_g / eta_p)."""
+    args = ("--model", "llama3-8b", "--gpu", "h200", "--tp", "2", "--set", "batch=16")
+    assert _eval(run, "routed_expert_time", *args) == 0
+    assert _eval(run, "prefill_routed_expert_time", *args) == 0
+    dense = {cal.W_x.symbol: 0, cal.W_xp.symbol: 0, cal.F_x.symbol: 0, cal.L_x.symbol: 0, cal.k_x.symbol: 0}
+    B, tau, n = cal.B.symbol, cal.tau.symbol, cal.n.symbol
+    old = {
+        cal.weight_read_time: cal.W_read.symbol / (n * cal.eta_w.symbol * cal.BW.symbol),
+        cal.decode_gemm_time: B * tau * cal.F.symbol / (n * cal.eta_g.symbol * cal.P.symbol),
+        cal.prefill_weight_time: cal.W_pre.symbol / (n * cal.eta_w.symbol * cal.BW.symbol),
+        cal.prefill_gemm_time: B * cal.S_p.symbol * cal.F.symbol / (n * cal.eta_p.symbol * cal.P.symbol),
+        cal.routed_expert_time: 0,
+        cal.prefill_routed_expert_time: 0,
+    }
+    for formula, form in old.items():
+        assert sympy.simplify(formula.expr.subs(dense) - form) == 0, formula.defines.key

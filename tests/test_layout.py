@@ -40,7 +40,7 @@ def values_at(model_name, layout, batch=1, context=4096, gpu="h100"):
             lay.dp: sympy.Integer(layout.dp),
             lay.ep: sympy.Integer(layout.ep),
             lay.s_kv: sympy.Integer(kv_shards(s, layout.tp)),
-            lay.L_a: sympy.Integer(s.moe_layers if layout.ep > 1 else 0),
+            lay.L_a: sympy.Integer(s.moe_layers if layout.ep > 1 or layout.dp > 1 else 0),
             lay.d_p: sympy.Integer(1),
             lay.BW_tp: system.link(layout.tp),
             lay.BW_ep: system.link(layout.tp * layout.dp),
@@ -100,9 +100,26 @@ def test_qwen3_moe_expert_parallel_by_hand():
     weights, routed = value(sym.W, values, lib), value(lay.W_E, values, lib)
     assert routed == 48 * 128 * 3 * 2048 * 768 * 2  # experts of 3 matrices 2048 x 768, bf16
     assert value(lay.W_g, values, lib) == (weights - routed) + routed / sympy.Integer(4)
-    # Dispatch and combine over 48 layers: each rank's 8/4 tokens send 8 copies of 2048 x 2 bytes, 3/4 away.
-    assert value(lay.Y_ep, values, lib) == 2 * 48 * sympy.Rational(3, 4) * 8 * (8 // 4) * 2048 * 2
+    # Dispatch and combine over 48 layers: each rank's 8/4 tokens go to the groups of their 8 experts, once to each
+    # of the 4 accelerators at most (an all-gather, as aiconfigurator prices it), 2048 x 2 bytes, 3/4 of them away.
+    assert value(lay.Y_ep, values, lib) == 2 * 48 * sympy.Rational(3, 4) * 4 * (8 // 4) * 2048 * 2
     assert value(lay.Y_tp, values, lib) == 0  # no tensor parallelism, no all-reduce
+
+
+def test_experts_split_inside_their_groups_by_hand():
+    """TensorRT-LLM's moe_tp x moe_ep = tp·dp (aiconfigurator's best Mixtral layout is tp1 dp8 etp8): Mixtral 8x7B
+    at batch 8 on 8 attention ranks, 1 sequence a rank, its 4,096-wide bf16 activation 8,192 bytes a layer."""
+    x_r = 1 * 4096 * 2
+    for layout, copies, width in ((Layout(1, 1, 1, 8), 8, 14336 // 8), (Layout(1, 4, 1, 8), 4, 14336 // 2)):
+        values, lib = values_at("mixtral-8x7b", layout, batch=8)
+        # ep 1: every accelerator holds an eighth of every expert, so each token reaches all 8 (an all-gather, then
+        # a reduce-scatter back); ep 4: a token's 2 experts sit in at most 2 groups of 2, 4 accelerators.
+        assert value(lay.Y_ep, values, lib) == 2 * 32 * sympy.Rational(7, 8) * copies * x_r
+        assert value(lay.w_L, values, lib) == width  # each expert's 14,336-wide MLP split 8 or 2 ways
+        assert value(lay.W_g, values, lib) == value(lay.W_g, *values_at("mixtral-8x7b", Layout(1, 8, 1, 8), batch=8))
+    # Whole experts (e = n·d) with k no larger than the group: the dispatch of k copies, as before the split.
+    values, lib = values_at("qwen3-30b-a3b", Layout(1, 8, 1, 8), batch=8)
+    assert value(lay.Y_ep, values, lib) == 2 * 48 * sympy.Rational(7, 8) * 8 * 1 * 2048 * 2
 
 
 # Shares sum to the whole, for any layout the search admits.
@@ -157,9 +174,13 @@ def test_layout_rules_say_why():
     with pytest.raises(Exception, match="dense model"):
         check(model, Layout(1, 1, 1, 2), system)
     moe = load_model("qwen3-30b-a3b")
-    with pytest.raises(Exception, match="ep must be 1 or tp"):
-        check(moe, Layout(2, 2, 1, 2), system)
+    with pytest.raises(Exception, match="ep 3 must divide tp·dp = 4"):
+        check(moe, Layout(2, 3, 1, 2), system)
+    with pytest.raises(Exception, match="ep 16 does not divide the 8 experts"):
+        check(load_model("mixtral-8x7b"), Layout(2, 16, 1, 8), system_for(load_gpu("h100")))
     assert check(moe, Layout(2, 4, 1, 2), system)
+    assert check(moe, Layout(2, 2, 1, 2), system).expert_tp == 2  # experts split 2 ways in each of 2 groups
+    assert check(moe, Layout(1, 1, 1, 8), system).expert_tp == 8  # every expert split over the 8 ranks
 
 
 def test_systems_and_prices_tables():
@@ -235,3 +256,12 @@ def test_the_busiest_expert_rank_slows_a_compute_bound_step():
     skewed = float(value(lay.ttft_c, values, lib))
     even = float(value(lay.ttft_c, {**values, lay.I_ep: sympy.Integer(1)}, lib))
     assert even < skewed < even * float(value(lay.I_ep, values, lib))
+
+
+def test_the_search_splits_experts_inside_expert_groups():
+    """aiconfigurator's best MoE layouts split experts inside expert groups (issue 26): Mixtral on 8 H100s as tp1 dp8
+    etp8, DeepSeek-V3 and Kimi K2 on B200 as dp8 etp2 ep4. The search holds every ep dividing tp·dp."""
+    layouts = search(load_model("mixtral-8x7b"), system_for(load_gpu("h100")), 8)
+    assert {Layout(1, 1, 1, 8), Layout(1, 2, 1, 8), Layout(1, 4, 1, 8), Layout(1, 8, 1, 8)} <= set(layouts)
+    assert all((lt.tp * lt.dp) % lt.ep == 0 for lt in layouts)
+    assert not [lt for lt in search(load_model("llama3-70b"), system_for(load_gpu("h100")), 8) if lt.ep > 1]

@@ -3,6 +3,9 @@
     python3 tools/calibrate.py                  # in the project's own environment (numpy, derive)
     python3 tools/calibrate.py --only b200 l40s  # refit these; keep the other accelerators' fits as they are
     python3 tools/calibrate.py --precisions nvfp4  # fit this precision; keep the others' fits as they are
+    python3 tools/calibrate.py --keep-dense      # fit the routed experts' terms; keep the dense terms as they are
+    python3 tools/calibrate.py --moe-tables VENV/lib/python3.11/site-packages/aiconfigurator_core/systems/data
+        # first copy aiconfigurator's MoE kernel tables out of its wheel (benchmarks/data/aiconfigurator-0.12-moe.json)
 
 The data are aiconfigurator 0.12's profiled TensorRT-LLM timings (benchmarks/data/aiconfigurator-0.12.json,
 aiconfigurator-0.12-fp8.json, and -fp8-block.json and -nvfp4.json for those weight recipes, made by
@@ -12,6 +15,15 @@ training_models) and reports its error on them and, separately, on every other m
 efficiency cannot follow an accelerator's all-reduces (L40S over PCIe), it keeps to the tensor-parallel sizes it
 can (profiled.MAX_TP) and reports its error beyond them apart. A borrowed fit's error is measured where it can be
 (`borrowed` in the output): on the accelerators and precisions that have a fit of their own.
+
+The routed experts' MoE kernel is fitted apart, to aiconfigurator's MoE kernel tables (benchmarks/profiled.py
+moe_tables: 2,690 shapes, formats and layouts), per accelerator and expert format (formulas/calibrated.py
+routed_experts and narrow_expert_time): a fixed time a MoE layer and passes over the routed activations, then the
+touched experts' bytes streamed or their FLOPs (and the prompt pass's tile padding) computed, whichever is longer,
+and the narrow-width extra; on the tables' decode rows (at most MOE_DECODE_TOKENS tokens), then apart on their
+prompt rows (at least MOE_PREFILL_TOKENS). The end-to-end fit holds those shares of the peaks, in its precision's
+format and in MXFP4 (fit_two_stages): it fits every dense term on the dense training models, then on the MoE
+training model only the fixed time a MoE layer adds to a dense layer's (whose t_L already counts an MLP's kernels).
 
 Every term of formulas/calibrated.py is linear in one fitted coefficient (a fixed time, a latency,
 an inverse efficiency, a pass count) except where two sit under one Max. So the fit alternates:
@@ -26,6 +38,7 @@ import argparse
 import itertools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,16 +49,37 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import profiled  # noqa: E402
 
-from derive.calibration import BORROWS, FITTED  # noqa: E402
+from derive.calibration import ACTIVATION_BYTES, BORROWS, FITTED, fallbacks  # noqa: E402
+from derive.catalog import dtype_bytes, load_gpu  # noqa: E402
+from derive.core.symbols import Sym  # noqa: E402
 from formulas import calibrated as cal  # noqa: E402
+from formulas import layout as lay  # noqa: E402
 
 OUT = ROOT / "formulas" / "calibration.json"
 DEFAULT = "h100"
 # Coefficient j multiplies basis j: the fixed times and the pass count directly, the efficiencies inverted.
-INVERTED = {cal.eta_link, cal.eta_linkp, cal.eta_w, cal.eta_kv, cal.eta_g, cal.eta_p, cal.eta_a}
+INVERTED = {s for s in FITTED if s.key.endswith("efficiency")}
 # Pairs under one Max: weight streaming against the GEMMs (decode's or the prompt pass's), the cache
-# against attention's FLOPs. Every other term adds.
-PAIRS = ((cal.eta_w, (cal.eta_g, cal.eta_p)), (cal.eta_kv, (cal.eta_a,)))
+# against attention's FLOPs, the routed experts' streaming against their FLOPs (in the fit's format and in each
+# checkpoint format). Every other term adds.
+PAIRS = (
+    (cal.eta_w, (cal.eta_g, cal.eta_p)),
+    (cal.eta_kv, (cal.eta_a,)),
+    *(
+        (formats[cal.eta_x], (formats[cal.eta_xg], formats[cal.eta_xp]))
+        for formats in (cal.OWN_FORMAT, *cal.EXPERT_FORMATS.values())
+    ),
+)
+MOE_DECODE_TOKENS = 512  # the kernel's decode rows: a decode step's tokens
+MOE_PREFILL_TOKENS = 1024  # its prompt rows: a prompt pass's
+MOE_NOTE = (
+    "the routed experts' MoE kernel fitted per accelerator and expert format to aiconfigurator's MoE tables "
+    "(benchmarks/data/aiconfigurator-0.12-moe.json), values by the keys formulas/calibrated.py's routed-expert terms "
+    "read; decode_error on the tables' rows of at most 512 tokens, prefill_error on those of at least 1024. A "
+    "precision's fit holds its own format's and MXFP4's shares of the peaks, padding, narrow widths and activation "
+    "passes (fixed_from_moe_kernels says whose), and fits the fixed times a MoE layer adds to a dense layer's on its "
+    "MoE training model (MXFP4's differ from those as the two kernels' tables do)"
+)
 ROUNDS = 12
 MAX_TP_NOTE = (
     "fitted and tested on tensor-parallel sizes up to max_tp only (benchmarks/profiled.py MAX_TP): beyond it the "
@@ -127,25 +161,177 @@ def fit(
 ) -> np.ndarray:
     """Coefficients minimising the squared relative error, each Max resolved at the previous round's values.
 
-    `fixed` holds coefficients the data cannot identify (no MoE model to fit the narrow-expert width on),
-    taken from the default accelerator's fit.
+    `fixed` holds coefficients fitted elsewhere (the routed experts' kernel, fit_kernels), as coefficients.
     """
     lower = np.array([1.0 if s in INVERTED else 0.0 for s in FITTED])
+    return _alternating_fit(basis, target, weights, lower, fixed or {}, lambda theta: _active(basis, theta), ROUNDS)
+
+
+def _alternating_fit(
+    basis: np.ndarray,
+    target: np.ndarray,
+    weights: np.ndarray,
+    lower: np.ndarray,
+    held: dict[int, float],
+    active: Callable[[np.ndarray], np.ndarray],
+    rounds: int,
+) -> np.ndarray:
+    """Bounded least squares of the relative error, each Max resolved at the previous round's coefficients (`active`
+    masks the basis columns that count there) until they settle; `held` (column -> coefficient) kept."""
     theta = lower.copy()
-    fixed = fixed or {}
-    for j, value in fixed.items():
-        theta[j] = value
-    free = [j for j in range(len(FITTED)) if j not in fixed]
-    for _ in range(ROUNDS):
-        mask = _active(basis, theta)
-        weighted = basis * mask * (weights / target)[:, None]
-        known = sum((weighted[:, j] * v for j, v in fixed.items()), np.zeros_like(target))
+    theta[list(held)] = list(held.values())
+    free = [j for j in range(basis.shape[1]) if j not in held]
+    for _ in range(rounds):
+        weighted = basis * active(theta) * (weights / target)[:, None]
+        known = weighted[:, list(held)] @ np.array(list(held.values())) if held else 0.0
         new = theta.copy()
         new[free] = _bounded_lstsq(weighted[:, free], weights - known, lower[free])
         if np.allclose(new, theta, rtol=1e-9):
             break
         theta = new
     return theta
+
+
+def _imbalance(table: profiled.MoeTable) -> float:
+    """formulas/layout.py's I_ep: the busiest of the table's ep ranks' routed FLOPs over the mean's."""
+    ep, experts = table.ep, table.experts
+    spread = 1 + float(lay.c_pop.value) * np.sqrt(2 * ep * np.log(ep) / experts)
+    return float(min(spread, ep, experts / table.topk))
+
+
+def kernel_features(table: profiled.MoeTable) -> np.ndarray:
+    """Per row, the kernel's terms at coefficient 1 (columns KERNEL_TERMS), from one rank's seconds at its
+    accelerator's peaks (the catalog's, as derive prices them): streaming the experts its tokens touch
+    (formulas/moe.py's union), computing the busiest rank's routed FLOPs, their roofline over the width, one FLOP a byte
+    of the touched experts' weights (the padding's unit), and one pass over the busiest rank's routed activations
+    (k bf16 copies of each d-wide token: formulas/calibrated.py _routed_activations)."""
+    gpu = load_gpu(table.gpu)
+    _, weight, matmul = profiled.MOE_FORMATS[table.format]
+    touched = table.experts * (1 - (1 - table.topk / table.experts) ** table.tokens) / table.ep
+    touched_bytes = touched * table.params * float(dtype_bytes(weight))
+    bandwidth = float(gpu.bandwidth)
+    stream = touched_bytes / bandwidth
+    peak = float(gpu.peak(matmul)[0])
+    compute = 2 * table.tokens * table.topk * table.params / table.ep * _imbalance(table) / peak
+    narrow = np.maximum(stream, compute) / (table.inter / table.tp)
+    routed = table.tokens * table.topk * table.hidden * ACTIVATION_BYTES * _imbalance(table) / table.ep
+    return np.stack([np.ones_like(stream), stream, compute, narrow, touched_bytes / peak, routed / bandwidth], axis=1)
+
+
+# The kernel's terms as tools/calibrate.py fits them, a column each: a fixed time, 1/stream share x streaming,
+# 1/FLOP share x computing and padding intensity/FLOP share x the padding's unit (the longer of streaming and those
+# two), narrow width x the roofline over the width, activation passes x one pass (formulas/calibrated.py
+# routed_experts and narrow_expert_time).
+KERNEL_TERMS = ("fixed", "stream", "gemm", "narrow", "padding", "routed")
+# A kernel's constants every expert format shares (a precision's fit holds one of each), by pass.
+SHARED = (("decode", cal.w_0, cal.m_x), ("prefill", cal.w_0p, cal.m_xp))
+SHARED_SYMBOLS = tuple(s for _, *pair in SHARED for s in pair)
+
+
+def _kernel_fit(rows: list[tuple[np.ndarray, np.ndarray]], held: dict[int, float]) -> np.ndarray:
+    """Coefficients of KERNEL_TERMS minimising the squared relative error against the latencies, each table weighing
+    the same, the Max resolved by alternation as fit() does; `held` (term index -> coefficient) kept."""
+    basis = np.concatenate([features for features, _ in rows])
+    latency = np.concatenate([y for _, y in rows])
+    weights = np.concatenate([np.full(len(y), 1 / np.sqrt(len(y))) for _, y in rows])
+    lower = np.array([0.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+
+    def active(theta: np.ndarray) -> np.ndarray:
+        streams = basis[:, 1] * theta[1] >= basis[:, 2] * theta[2] + basis[:, 4] * theta[4]
+        every = np.ones_like(streams)
+        return np.stack([every, streams, ~streams, every, ~streams, every], axis=1)
+
+    return _alternating_fit(basis, latency, weights, lower, held, active, ROUNDS * 4)
+
+
+def _kernel_error(rows: list[tuple[np.ndarray, np.ndarray]], theta: np.ndarray) -> dict[str, float]:
+    def predict(b: np.ndarray) -> np.ndarray:
+        computing = theta[2] * b[:, 2] + theta[4] * b[:, 4]
+        return theta[0] + np.maximum(theta[1] * b[:, 1], computing) + theta[3] * b[:, 3] + theta[5] * b[:, 5]
+
+    relative = np.concatenate([np.abs(predict(b) / y - 1) for b, y in rows])
+    return {
+        "median": round(float(np.median(relative)), 4),
+        "p90": round(float(np.percentile(relative, 90)), 4),
+        "points": int(len(relative)),
+    }
+
+
+def fit_kernel(tables: list[profiled.MoeTable], shared: dict[str, float] | None = None) -> dict[str, Any]:
+    """One accelerator's MoE kernel in one format: the decode constants on the tables' decode rows, then the prompt
+    pass's on their prompt rows, the stream share held; the narrow widths and activation passes held at `shared`'s
+    (a kernel fit's values) if given. Only the prompt pass pads: a decode step's experts see a few rows each, where
+    padding and the fixed time cannot be told apart."""
+    passes: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"decode": [], "prefill": []}
+    for table in tables:
+        features = kernel_features(table)
+        for name, mask in (
+            ("decode", table.tokens <= MOE_DECODE_TOKENS),
+            ("prefill", table.tokens >= MOE_PREFILL_TOKENS),
+        ):
+            if mask.any():
+                passes[name].append((features[mask], table.latency[mask]))
+    held = {name: {} if shared is None else {3: shared[w.key], 5: shared[m.key]} for name, w, m in SHARED}
+    decode = _kernel_fit(passes["decode"], {4: 0.0} | held["decode"])
+    prefill = _kernel_fit(passes["prefill"], {1: decode[1]} | held["prefill"])
+    values = {
+        cal.t_x: decode[0],
+        cal.t_xp: prefill[0],
+        cal.eta_x: 1 / decode[1],
+        cal.eta_xg: 1 / decode[2],
+        cal.eta_xp: 1 / prefill[2],
+        cal.I_xp: prefill[4] / prefill[2],
+        cal.w_0: decode[3],
+        cal.w_0p: prefill[3],
+        cal.m_x: decode[5],
+        cal.m_xp: prefill[5],
+    }
+    return {
+        "values": {s.key: float(f"{v:.6g}") for s, v in values.items()},
+        "tables": len(tables),
+        "decode_error": _kernel_error(passes["decode"], decode),
+        "prefill_error": _kernel_error(passes["prefill"], prefill),
+    }
+
+
+def fit_kernels(tables: list[profiled.MoeTable]) -> dict[str, dict[str, Any]]:
+    """Every accelerator's MoE kernel fit in every format its tables have: accelerator -> format -> fit.
+
+    A checkpoint format's (MXFP4's) narrow widths and activation passes are held at the accelerator's bf16 kernel's:
+    they are the fit's own (formulas/calibrated.py), the w4a16 kernel multiplies and moves activations in 16 bits,
+    and two shapes (gpt-oss's) cannot tell them from its FLOP share."""
+    out: dict[str, dict[str, Any]] = {}
+    for gpu, form in sorted(
+        {(t.gpu, t.format) for t in tables}, key=lambda k: (k[0], k[1] in cal.EXPERT_FORMATS, k[1])
+    ):
+        mine = [t for t in tables if (t.gpu, t.format) == (gpu, form)]
+        shared = out[gpu]["bf16"]["values"] if form in cal.EXPERT_FORMATS else None
+        out.setdefault(gpu, {})[form] = {"system": mine[0].system, **fit_kernel(mine, shared)}
+        print(f"{gpu} {form} MoE kernel: {json.dumps(out[gpu][form])}")
+    return out
+
+
+def kernel_values(
+    kernels: dict[str, dict[str, Any]], gpu: str, precision: str
+) -> tuple[dict[Sym, float], dict[str, str]]:
+    """The MoE kernel constants a precision's fit holds on `gpu`, by FITTED symbol: its own format's (or the nearest
+    it borrows, as derive/calibration.py's fallbacks, else the default accelerator's), narrow widths included, and
+    each checkpoint format's (else its own format's); and where each came from."""
+    own_gpu, own = next(
+        ((g, f) for g in (gpu, DEFAULT) for f in fallbacks(precision) if f in kernels.get(g, {})), (gpu, "")
+    )
+    if not own:
+        raise SystemExit(f"no MoE kernel table for {gpu} or {DEFAULT} in {precision} or what it borrows")
+    fitted = kernels[own_gpu][own]["values"]
+    values = {cal.OWN_FORMAT[s]: float(fitted[s.key]) for s in cal.OWN_FORMAT}
+    values.update({s: float(fitted[s.key]) for s in SHARED_SYMBOLS})
+    origin = {"own": f"{own_gpu} {own}"}
+    for name, formats in cal.EXPERT_FORMATS.items():
+        source = kernels.get(gpu, {}).get(name)
+        for s, fitted_symbol in formats.items():
+            values[fitted_symbol] = float(source["values"][s.key]) if source else values[cal.OWN_FORMAT[s]]
+        origin[name] = f"{gpu} {name}" if source else f"{own_gpu} {own} (no {name} table on {gpu})"
+    return values, origin
 
 
 def errors(groups: list[profiled.Group], values: dict[str, float]) -> dict[str, dict[str, float]]:
@@ -168,6 +354,52 @@ def errors_each(parts: list[tuple[list[profiled.Group], dict[str, float]]]) -> d
     return out
 
 
+# A MoE layer's fixed times beyond a dense layer's, fitted on the MoE training model (fit_two_stages), and the fixed
+# times of each checkpoint format's kernel, which differ from them as the kernels' tables do.
+MOE_FIXED = (cal.t_xf, cal.t_xpf)
+FORMAT_FIXED = {name: (formats[cal.t_x], formats[cal.t_xp]) for name, formats in cal.EXPERT_FORMATS.items()}
+
+
+def _added_time(groups: list[profiled.Group], values: dict[str, float], symbol: Sym, output: str) -> float:
+    """The fixed time `symbol` (a term of its own, outside every Max) minimising the squared relative error of `output`
+    over the groups, every other value as `values` has it, each group weighing the same; at least zero."""
+    without, unit = dict(values, **{symbol.key: 0.0}), dict(values, **{symbol.key: 1.0})
+    numerator = denominator = 0.0
+    for g in groups:
+        target = g.columns[output]
+        base, per = g.predict(output, without), g.predict(output, unit) - g.predict(output, without)
+        weight = 1 / len(target)
+        numerator += weight * float(np.sum(per * (target - base) / target**2))
+        denominator += weight * float(np.sum(per**2 / target**2))
+    return max(0.0, numerator / denominator)
+
+
+def fit_two_stages(
+    train: list[profiled.Group], held: dict[Sym, float], dense_values: dict[str, float] | None = None
+) -> np.ndarray:
+    """FITTED's coefficients: every term a dense model has on the dense training models, the MoE kernel's shares of
+    the peaks and padding and narrow widths held at `held` (its tables'); then, on the MoE training model with all
+    that held, the fixed times a MoE layer adds to a dense layer's t_L, t_L,p (which count a dense MLP's kernels, so
+    they are less than the kernel tables' own: a floor at zero). A checkpoint format's fixed times differ from those
+    as its kernel table's from the fit's own format's (`held` has each format's table values). With `dense_values`
+    (a fit's values, by key) the dense terms are those, not refitted."""
+    kernel = {FITTED.index(s): 1 / v if s in INVERTED else v for s, v in held.items()}
+    dense, moe = [g for g in train if not g.moe], [g for g in train if g.moe]
+    if dense_values is None:
+        theta = fit(*design(dense), kernel)
+    else:
+        kept = {j: dense_values[s.key] for j, s in enumerate(FITTED) if s.key in dense_values and j not in kernel}
+        theta = np.zeros(len(FITTED))
+        for j, value in (kept | kernel).items():
+            theta[j] = 1 / value if FITTED[j] in INVERTED and j in kept else value
+    for symbol, output in zip(MOE_FIXED, ("tpot", "ttft"), strict=True):
+        theta[FITTED.index(symbol)] = _added_time(moe, _values(theta), symbol, output) if moe else held[symbol]
+    for symbols in FORMAT_FIXED.values():
+        for own, mine in zip(MOE_FIXED, symbols, strict=True):
+            theta[FITTED.index(mine)] = max(0.0, theta[FITTED.index(own)] + held[mine] - held[own])
+    return theta
+
+
 def split(groups: list[profiled.Group]) -> tuple[list[profiled.Group], list[profiled.Group], list[profiled.Group]]:
     """One accelerator's groups as the fit's training set, its held-out models, and held-out points beyond MAX_TP."""
     within, beyond = profiled.by_tp_scope(groups)
@@ -179,33 +411,29 @@ def split(groups: list[profiled.Group]) -> tuple[list[profiled.Group], list[prof
 def fit_precision(
     precision: str,
     all_groups: list[profiled.Group],
+    kernels: dict[str, dict[str, Any]],
     kept: dict[str, dict] | None = None,  # type: ignore[type-arg]
+    dense: dict[str, dict] | None = None,  # type: ignore[type-arg]
 ) -> dict[str, dict]:  # type: ignore[type-arg]
-    """One fit per accelerator of the precision's grid, with its train and test errors.
+    """One fit per accelerator of the precision's grid, with its train and test errors, holding the MoE kernel's
+    constants (`kernels`, fit_kernels).
 
-    `kept` (accelerator -> precision -> fit, as calibration.json holds them) are taken as they are, not refitted.
+    `kept` (accelerator -> precision -> fit, as calibration.json holds them) are taken as they are, not refitted;
+    `dense` (the same) give the dense terms of the fits that are (fit_two_stages).
     """
     kept = kept or {}
     grid = json.loads(profiled.GRIDS[precision].read_text())
     fits = {}
-    widths = [FITTED.index(cal.w_0), FITTED.index(cal.w_0p)]
-    default_widths: dict[int, float] = {}
-    # The default accelerator first: where a system has no MoE model to train on, its narrow width is the default's.
-    for system, gpu in sorted(profiled.SYSTEMS.items(), key=lambda item: item[1] != DEFAULT):
+    for system, gpu in profiled.SYSTEMS.items():
         if gpu in kept:
             if precision in kept[gpu]:
                 fits[gpu] = kept[gpu][precision]
-                if gpu == DEFAULT:
-                    default_widths = {j: float(fits[gpu]["values"][FITTED[j].key]) for j in widths}
             continue
         train, test, beyond = split([g for g in all_groups if g.system == system])
         if not train:
             continue  # no tables in this precision (an A100 has no FP8)
-        basis, target, weights = design(train)
-        fixed = {} if any(g.moe for g in train) else {j: default_widths.get(j, 0.0) for j in widths}
-        theta = fit(basis, target, weights, fixed)
-        if gpu == DEFAULT:
-            default_widths = {j: float(theta[j]) for j in widths}
+        held, origin = kernel_values(kernels, gpu, precision)
+        theta = fit_two_stages(train, held, dense.get(gpu, {}).get(precision, {}).get("values") if dense else None)
         values = _values(theta)
         moe = [g for g in test if g.moe]
         fits[gpu] = {
@@ -213,7 +441,7 @@ def fit_precision(
             "database": f"trtllm {grid['database_versions'].get(system, '')}".strip(),
             "quant": grid["settings"].get("quant"),
             "train_models": sorted({g.model for g in train}),
-            "fixed_from_default": [FITTED[j].key for j in fixed],
+            "fixed_from_moe_kernels": origin,
             "test_models": sorted({g.model for g in test}),
             "values": {k: float(f"{v:.6g}") for k, v in values.items()},
             "train_error": errors(train, values),
@@ -274,6 +502,17 @@ def borrowed(accelerators: dict[str, dict], groups: dict[str, list[profiled.Grou
     return out
 
 
+def write_moe_tables(root: Path) -> None:
+    """benchmarks/data/aiconfigurator-0.12-moe.json from aiconfigurator's MoE tables under `root`, at the databases
+    the bf16 grid ran on (every system's newest)."""
+    versions = json.loads(profiled.GRIDS["bf16"].read_text())["database_versions"]
+    extract = profiled.extract_moe_tables(root, versions)
+    extract["generated_by"] = "python3 tools/calibrate.py --moe-tables PATH/aiconfigurator_core/systems/data"
+    extract["database_versions"] = versions
+    profiled.MOE.write_text(json.dumps(extract, separators=(",", ":")) + "\n")
+    print(f"wrote {profiled.MOE.relative_to(ROOT)}: {len(extract['tables'])} tables")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -288,7 +527,22 @@ def main(argv: list[str] | None = None) -> None:
         choices=list(profiled.GRIDS),
         help="fit these precisions only; keep every other one's fits as calibration.json holds them",
     )
+    parser.add_argument(
+        "--moe-tables",
+        type=Path,
+        metavar="DIR",
+        help="first copy aiconfigurator's MoE kernel tables out of DIR (aiconfigurator_core/systems/data of an "
+        "aiconfigurator 0.12.0 install) into benchmarks/data/aiconfigurator-0.12-moe.json, at the grids' databases",
+    )
+    parser.add_argument(
+        "--keep-dense",
+        action="store_true",
+        help="keep every term a dense model has as calibration.json holds it; fit only the routed experts' (MoE) terms",
+    )
     args = parser.parse_args(argv)
+    if args.moe_tables:
+        write_moe_tables(args.moe_tables)
+    kernels = fit_kernels(profiled.moe_tables())
     old = json.loads(OUT.read_text())["accelerators"] if args.only or args.precisions else {}
     accelerators: dict[str, dict] = {}  # type: ignore[type-arg]
     groups: dict[str, list[profiled.Group]] = {}
@@ -300,16 +554,18 @@ def main(argv: list[str] | None = None) -> None:
         # The accelerators not refitted in this precision keep what calibration.json holds (a fit or none).
         refit = not args.precisions or precision in args.precisions
         kept = {g: f for g, f in old.items() if not (refit and (not args.only or g in args.only))}
-        for gpu, fit_ in fit_precision(precision, groups[precision], kept).items():
+        dense = json.loads(OUT.read_text())["accelerators"] if args.keep_dense else None
+        for gpu, fit_ in fit_precision(precision, groups[precision], kernels, kept, dense).items():
             accelerators.setdefault(gpu, {})[precision] = fit_
     command = "python3 tools/calibrate.py"
     for option in ("only", "precisions"):
         if getattr(args, option):
             command += f" --{option} {' '.join(getattr(args, option))}"
+    command += " --keep-dense" if args.keep_dense else ""
     data: dict[str, Any] = {
         "source": "aiconfigurator 0.12.0's profiled TensorRT-LLM kernel tables (static batches)",
         "data": ", ".join(str(p.relative_to(ROOT)) for p in profiled.GRIDS.values())
-        + " (tools/aiconfigurator_grid.py)",
+        + f" (tools/aiconfigurator_grid.py); {profiled.MOE.relative_to(ROOT)} (tools/calibrate.py --moe-tables)",
         "generated_by": command,
         "default": DEFAULT,
         "default_note": (
@@ -319,6 +575,8 @@ def main(argv: list[str] | None = None) -> None:
         ),
         "units": {s.key: s.unit or "dimensionless" for s in FITTED},
         "accelerators": accelerators,
+        "moe_kernels_note": MOE_NOTE,
+        "moe_kernels": kernels,
         "borrowed": borrowed(accelerators, groups),
     }
     for kind in ("accelerator", "precision"):

@@ -440,6 +440,11 @@ def _expert_reads(arch: Architecture, L_e: sympy.Symbol) -> tuple[Formula, ...]:
     out.append(Formula(cal.F_x, n.c_mac.symbol * n.N_routed_act.symbol, "Each token runs its k routed experts."))
     out.append(Formula(W_E, n.N_routed.symbol * expert_bytes, "Every routed expert is stored once."))
     out.append(Formula(cal.w_x, n.d_e.symbol / n.n.symbol, "Tensor parallelism splits each expert's intermediate."))
+    out.append(Formula(cal.L_x, L_e, "Every MoE layer runs its routed experts' kernel."))
+    out.append(Formula(cal.k_x, n.k_e.symbol, "Each token's activation goes to its top-k experts."))
+    for routed, fitted in cal.EXPERT_FORMATS.get(arch.expert_format, {}).items():
+        why = f"The checkpoint ships its routed experts in {arch.expert_format}: they run that format's MoE kernel."
+        out.append(Formula(routed, fitted.symbol, why))
     passes = ((N_read, W_read, moe.E_t, n.tau.symbol), (N_pre, W_pre, moe.E_pf, n.S_p.symbol))
     for params, weight_bytes, touched, tokens in passes:
         experts = L_e * touched.symbol * moe.N_x.symbol

@@ -31,7 +31,7 @@ class Setup:
     context: int = 2048
     batch: int = 1
     tp: int | None = None
-    ep: int = 1  # expert-parallel ranks: 1 splits each expert tp ways; tp·dp places experts whole
+    ep: int = 1  # expert-parallel groups: each expert split tp·dp/ep ways (tp·dp: whole experts)
     pp: int = 1  # pipeline stages, each holding L/pp layers and its own micro-batch of `batch`
     dp: int = 1  # attention data-parallel ranks sharing one copy of the routed experts
     prompt: int = 2048  # prompt tokens (predict)

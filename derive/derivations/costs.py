@@ -326,10 +326,10 @@ def _check_fits(work: Work, setup: Setup, gpu: Gpu) -> None:
 def _calibrated(
     work: Work, heading: str, terms: tuple[str, ...], moe: bool, totals: tuple[tuple[str, str], ...]
 ) -> None:
-    """The calibrated estimate's terms (the narrow-expert one only for a MoE model), then its totals."""
+    """The calibrated estimate's terms (the routed experts' only for a MoE model), then its totals."""
     work.heading(heading)
     for name in terms:
-        if moe or "narrow_expert" not in name:
+        if moe or not any(routed in name for routed in ("narrow_expert", "routed_expert")):
             work.compute(work.library.get(name), name)
     for name, result in totals:
         work.compute(work.library.get(name), result)
@@ -345,6 +345,7 @@ _PREFILL_TERMS = (
     "prefill_elementwise_bytes",
     "prefill_elementwise_time",
     "prefill_narrow_expert_time",
+    "prefill_routed_expert_time",
 )
 _DECODE_TERMS = (
     "step_fixed_time",
@@ -356,6 +357,7 @@ _DECODE_TERMS = (
     "decode_elementwise_bytes",
     "elementwise_time",
     "narrow_expert_time",
+    "routed_expert_time",
 )
 
 

@@ -69,9 +69,11 @@ def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> N
     work.given(sym.n, layout.tp, f"tensor parallel, inside the {system.fabric} domain")
     work.given(lay.pp, layout.pp, "pipeline stages")
     work.given(lay.dp, layout.dp, "attention data-parallel ranks")
-    work.given(lay.ep, layout.ep, "expert parallel (1: experts split like the MLP)")
+    split = f"expert groups, each expert split {layout.expert_tp} way{'s' if layout.expert_tp > 1 else ''} inside one"
+    work.given(lay.ep, layout.ep, split if model.config.is_moe else "a dense model: no experts")
     work.compute(work.library.get("kv_shards"))
-    work.given(lay.L_a, s.moe_layers if layout.ep > 1 else 0, "MoE layers reached by all-to-all")
+    travel = layout.ep > 1 or layout.dp > 1
+    work.given(lay.L_a, s.moe_layers if travel else 0, "MoE layers whose tokens travel to their experts")
     work.given(lay.d_p, 1, "one request's prompt pass alone", inline=True)
     if not model.config.is_moe:
         work.given(sym.k_e, 1, "a dense model: its all-to-all terms are zero (L_a = 0)", inline=True)

@@ -150,11 +150,14 @@ def build(inputs: Inputs) -> Answer:
         said = f"Disaggregated, the best pair of pools: {split.describe()}. The {verdict(pick, split)}."
         answer.takeaways.append(Prose("takeaway", said.replace("{", "(").replace("}", ")")))
     if setup.model.config.is_mla:
+        q["split"] = Quantity(pick.layout.expert_tp)
+        placed = "placed whole (ep = tp x dp)" if pick.layout.expert_tp == 1 else "each split {split} ways in its group"
         answer.takeaways.append(
             Prose(
                 "takeaway",
                 "An MLA cache cannot be split by tensor parallelism (its latent has no heads), so large copies use "
-                "attention data parallelism with the experts shared and placed whole (ep = tp x dp).",
+                "attention data parallelism, the experts shared by the ranks and " + placed + ".",
+                q,
             )
         )
     answer.caveats += [
