@@ -107,7 +107,10 @@ def build(inputs: Inputs) -> Answer:
     ]
     values = [
         gpu_unfused,
-        step.results["step_time"].number + d["fused_chain_time"].number,
+        step.results["step_time"].number
+        + d["fused_chain_time"].number
+        + d["kernel_gap_time"].number
+        - d["fusion_gap_saving"].number,  # the fused chain, and the gaps of the kernels it keeps
         d["eager_launch_time"].number,
         d["eager_launch_time"].number - d["fusion_launch_saving"].number,
     ]
@@ -219,8 +222,9 @@ def _follow_up(answer: Answer, setup: Setup, inputs: Inputs, q: dict[str, Quanti
         "And what does fusing attention save at that prompt?",
         Prose(
             "follow-up",
-            "Naive attention writes and reads back {scores} of score matrices for one prompt of {pre_t}, "
-            "{att_ratio} times the {flash} a tiled (FlashAttention) kernel moves: {t_scores} at {bw}, against "
+            "Naive attention writes and reads back {scores} of score matrices for one prompt of {pre_t}; with Q, "
+            "K, V and O that is {att_ratio} times the {flash} a tiled (FlashAttention) kernel moves. The scores "
+            "alone take {t_scores} at {bw}, against "
             "the {pre_saved} the chain's fusion saves. That is why attention is fused first.",
             q,
         ),

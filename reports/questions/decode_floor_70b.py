@@ -303,7 +303,7 @@ def _wrong_answers(answer: Answer, setup: Setup, sheet: Sheet, q: dict[str, Quan
         Prose(
             "wrong",
             "Taking the {read_gib} GiB the weights occupy for as many GB: the floor comes out at {t_gib}, {gib_pct} % "
-            "too low. A GiB is 2^30 bytes, and bandwidth is quoted in decimal TB/s.",
+            "too low. A GiB is 1,073,741,824 bytes, and bandwidth is quoted in decimal TB/s.",
             q,
         )
     )

@@ -144,7 +144,8 @@ def _wrong_answers(answer: Answer, q: dict[str, Quantity]) -> None:
         Prose(
             "wrong",
             "Ranking the LM head or the MLP above QKV because they are bigger: at decode every weight GEMM runs "
-            "at 2·B·τ/b_w, {gemm} here, whatever its size. Size sets a GEMM's time, not its intensity.",
+            "at 2·B·τ/b_w (τ the tokens a sequence gains a step, 1 without speculation), {gemm} here, whatever its "
+            "size. Size sets a GEMM's time, not its intensity.",
             q,
         ),
         Prose(

@@ -99,7 +99,7 @@ def build(inputs: Inputs) -> Answer:
         "attention data-parallel degrees) on {count} of them a copy, each copy decoding micro-batches of {batch}, "
         "and " + serve + " at a TPOT of {served} (the decode step is {step} of it, its floor {floor}; the rest is "
         "the prompt passes an aggregated server interleaves). At capacity that is {per_gpu} per accelerator at "
-        "{per_user}, {joules} at the TDP and {cost} per million output tokens at the committed prices ({fleet_cost} "
+        "{per_user}, {joules} at the TDP and {cost} per million output tokens at on-demand rental prices ({fleet_cost} "
         "for the fleet at {rate}); the {binds} limit binds.",
         q,
     )
@@ -125,30 +125,37 @@ def build(inputs: Inputs) -> Answer:
                 q,
             )
         )
-    answer.takeaways += [
-        Prose(
-            "takeaway",
-            "Each layout's largest batch is solved in closed form from the TPOT target, so the whole search is a "
-            "few compiled evaluations. "
-            + (
+    if pick.binds != "TPOT":  # where the TPOT target caps the batch, the wrong answers show it
+        answer.takeaways.append(
+            Prose(
+                "takeaway",
                 "Here memory caps the pick's batch at {batch} before the TPOT target does."
                 if pick.binds == "memory"
                 else "Here the TTFT target binds: the prompts queued at a copy's door cap it at {capacity}, fewer "
-                "requests than its batch of {batch} could finish."
-                if pick.binds == "TTFT"
-                else "Here the TPOT target caps the pick's batch at {batch}, below the {memory_batch} its memory holds."
-            ),
-            q,
-        ),
-    ]
+                "requests than its batch of {batch} could finish.",
+                q,
+            )
+        )
     split = plan.disaggregated
     if split is not None:
-        from derive.disaggregation import verdict
+        from derive.disaggregation import ranked, verdict
 
         # The same accelerators split into a prefill pool and a decode pool (formulas/disaggregated.py), and which wins.
         # Plain words (a quantity's text would not break across lines in the book).
         said = f"Disaggregated, the best pair of pools: {split.describe()}. The {verdict(pick, split)}."
         answer.takeaways.append(Prose("takeaway", said.replace("{", "(").replace("}", ")")))
+        if ranked(split) < ranked(pick):
+            # The page leads with what to buy: where the split wins, the short answer says so beside the copy.
+            q["split_per"] = Quantity(split.per_accelerator, "token/second")
+            q["split_cost"] = Quantity(f"{split.cost_per_million or 0:.2f} USD")
+            q["split_layouts"] = Quantity(f"prefill on {split.prefill}, decode on {split.decode}")
+            answer.summary = Prose(
+                "summary",
+                answer.summary.text + " Split into a prefill and a decode pool on the same accelerators "
+                "({split_layouts}) it does better: {split_per} per accelerator and {split_cost} per million tokens "
+                "a busy pair, so run it disaggregated.",
+                q,
+            )
     if setup.model.config.is_mla:
         q["split"] = Quantity(pick.layout.expert_tp)
         placed = "placed whole (ep = tp x dp)" if pick.layout.expert_tp == 1 else "each split {split} ways in its group"
