@@ -97,7 +97,10 @@ def _simulated(answer: Answer, setup, inputs: Inputs, seats: int) -> Section:  #
 
 def build(inputs: Inputs) -> Answer:
     seats = int(inputs["batch"])
-    setup = inputs.setup(batch=seats)
+    # A decode step at the simulation's context: the prompt plus half the mean reply (derive/derivations/batching.py
+    # step_times), so the closed form and the simulated run price the same steps.
+    mean_context = int(inputs["prompt"]) + (int(inputs["reply_min"]) + int(inputs["reply_max"])) // 4
+    setup = inputs.setup(batch=seats, context=mean_context)
     work = start("batching", f"Static against continuous batching of {setup.model.title}, {seats} seats", setup)
     weights, one_sequence = decode_roofline(work, setup)
     max_batch(work, setup, weights, one_sequence)
@@ -177,13 +180,19 @@ def build(inputs: Inputs) -> Answer:
     offered, static = answer.results.get("offered_rate"), answer.results.get("static_capacity")
     if offered is not None and static is not None and bool(offered.number > static.number):
         said = dict(answer.summary.quantities)
+        mean_reply = sympy.Rational(int(inputs["reply_min"]) + int(inputs["reply_max"]), 2)
         said.update(
-            {"offered": Quantity(offered.value, offered.unit), "static_cap": Quantity(static.value, static.unit)}
+            {
+                "offered": Quantity(offered.value, offered.unit),
+                "static_cap": Quantity(static.value, static.unit),
+                "static_cap_tokens": Quantity(static.number * mean_reply, "token/second"),
+            }
         )
         answer.summary = Prose(
             "summary",
             answer.summary.text + " In the simulated traffic ({offered}) static batching is simply overloaded: it "
-            "serves at most {static_cap}, so its queue, and its time to first token, grow without bound.",
+            "serves at most {static_cap} ({static_cap_tokens}, each batch's prompt pass taken out), so its queue, "
+            "and its time to first token, grow without bound.",
             said,
         )
     # Reconcile the closed form with the simulation: one gives each policy's capacity (every seat always busy), the
@@ -325,7 +334,6 @@ QUESTION = Question(
         "model": "llama3-8b",
         "gpu": "h100",
         "dtype": "bf16",
-        "context": 1024,
         "batch": 8,
         "reply_min": 8,
         "reply_max": 256,
@@ -340,7 +348,6 @@ QUESTION = Question(
         "gpu",
         "dtype",
         "kv_dtype",
-        "context",
         "tp",
         "batch",
         "reply_min",
