@@ -26,10 +26,10 @@ def test_unknown_model_lists_known_and_suggests(run):
     assert_error(
         run("kv", "--model", "llama3-7b"),
         "unknown model 'llama3-7b'. Did you mean 'llama3-70b'? Known: gpt2, llama2-7b, llama2-13b, "
-        "llama2-70b, llama3-8b, llama3-70b, llama3.1-405b, mistral-7b, mixtral-8x7b, deepseek-v3, qwen3-8b, "
-        "qwen3-30b-a3b, qwen3-vl-8b, qwen3.5-27b, qwen3.5-35b-a3b, gpt-oss-20b, llama4-scout, gemma4-26b-a4b, "
-        "deepseek-v3.2, deepseek-v4-flash, glm-5, kimi-k2, minimax-m2.5, nemotron3-nano, step-3.7-flash "
-        "(see 'derive models')",
+        "llama2-70b, llama3-8b, llama3-70b, llama3.1-70b, llama3.1-405b, mistral-7b, mixtral-8x7b, deepseek-v3, "
+        "qwen3-8b, qwen3-30b-a3b, qwen3-vl-8b, qwen3.5-27b, qwen3.5-35b-a3b, gpt-oss-20b, llama4-scout, "
+        "gemma4-26b-a4b, deepseek-v3.2, deepseek-v4-flash, glm-5, kimi-k2, minimax-m2.5, nemotron3-nano, "
+        "step-3.7-flash (see 'derive models')",
     )
 
 

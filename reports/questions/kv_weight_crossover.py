@@ -236,7 +236,7 @@ QUESTION = Question(
     source="Seed 004, question 10",
     level="Senior",
     kind="crossover",
-    defaults={"model": "llama3-70b", "gpu": "h200", "dtype": "bf16", "batch": 16},
+    defaults={"model": "llama3.1-70b", "gpu": "h200", "dtype": "bf16", "batch": 16},
     changeable=("model", "gpu", "dtype", "kv_dtype", "batch"),
     build=build,
 )
