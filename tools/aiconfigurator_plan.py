@@ -462,12 +462,16 @@ def main(argv=None) -> int:
         "cases": cases,
         "total_wall_s": round(time.perf_counter() - t_start, 1),
     }
-    text = json.dumps(out, indent=1, sort_keys=True) + "\n"
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
+    write_result(out, args.out)
     print(f"{len(cases)} cases -> {args.out} in {out['total_wall_s']} s")
     return 0
+
+
+def write_result(out: dict, path: str) -> None:
+    """The recorded result as sorted, indented JSON (one line a key: the committed files diff well)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(json.dumps(out, indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

@@ -345,6 +345,23 @@ def _select(df, t):
     return df[sel]
 
 
+def _layout_point(df, t, dims: int, meets, fallback: str):
+    """One worker layout's record (its first `dims` degrees, label, GPUs, whether any point fits), its rows, those
+    that `meets` the target, and the best: the most seq/s of those (then the smallest global batch), else the row
+    with the least `fallback` (ttft or tpot); None where no point fits."""
+    rec = dict(zip(("tp", "pp", "dp", "moe_tp", "moe_ep", "cp")[:dims], t[:dims], strict=True))
+    rec["parallel"] = _label(t)
+    rec["num_gpus"] = t[0] * t[1] * t[2] * t[5]
+    sub = _select(df, t)
+    rec["fits"] = bool(len(sub))
+    if not len(sub):
+        return rec, sub, sub, None
+    ok = sub[meets(sub)]
+    if len(ok):
+        return rec, sub, ok, ok.sort_values(by=["seq/s", "global_bs"], ascending=[False, True]).iloc[0]
+    return rec, sub, ok, sub.sort_values(by=[fallback]).iloc[0]
+
+
 def _prefill_table(p_df, layouts, ttft_target, correction, pool_size):
     """Per prefill layout: best point meeting ttft*correction < target (aiconfigurator's filter)."""
     ok_all = p_df[p_df["ttft"] * correction < ttft_target]
@@ -352,20 +369,11 @@ def _prefill_table(p_df, layouts, ttft_target, correction, pool_size):
     pool_keys = {(tuple(_dims(r).values()), plan._int(r["bs"])) for _, r in pool.iterrows()}
     rows = []
     for t in layouts:
-        rec = dict(zip(("tp", "pp", "dp", "moe_tp", "moe_ep", "cp"), t, strict=True))
-        rec["parallel"] = _label(t)
-        rec["num_gpus"] = t[0] * t[1] * t[2] * t[5]
-        sub = _select(p_df, t)
-        rec["fits"] = bool(len(sub))
-        if not len(sub):
+        rec, sub, ok, best = _layout_point(p_df, t, 6, lambda s: s["ttft"] * correction < ttft_target, "ttft")
+        if best is None:
             rows.append(rec)
             continue
-        ok = sub[sub["ttft"] * correction < ttft_target]
         rec["meets_ttft"] = bool(len(ok))
-        if len(ok):
-            best = ok.sort_values(by=["seq/s", "global_bs"], ascending=[False, True]).iloc[0]
-        else:
-            best = sub.sort_values(by=["ttft"]).iloc[0]
         rec.update(
             {
                 "bs": plan._int(best["bs"]),
@@ -387,20 +395,12 @@ def _decode_table(d_df, layouts, tpot_target, ratio_min, ratio_max):
     """Per decode layout: best point with ratio_min*target < tpot < ratio_max*target (aiconfigurator's band)."""
     rows = []
     for t in layouts:
-        rec = dict(zip(("tp", "pp", "dp", "moe_tp", "moe_ep"), t[:5], strict=True))
-        rec["parallel"] = _label(t)
-        rec["num_gpus"] = t[0] * t[1] * t[2] * t[5]
-        sub = _select(d_df, t)
-        rec["fits"] = bool(len(sub))
-        if not len(sub):
+        band = lambda s: (s["tpot"] < tpot_target * ratio_max) & (s["tpot"] > tpot_target * ratio_min)  # noqa: E731
+        rec, sub, ok, best = _layout_point(d_df, t, 5, band, "tpot")
+        if best is None:
             rows.append(rec)
             continue
-        ok = sub[(sub["tpot"] < tpot_target * ratio_max) & (sub["tpot"] > tpot_target * ratio_min)]
         rec["meets_tpot"] = bool(len(ok))
-        if len(ok):
-            best = ok.sort_values(by=["seq/s", "global_bs"], ascending=[False, True]).iloc[0]
-        else:
-            best = sub.sort_values(by=["tpot"]).iloc[0]
         rec.update(
             {
                 "bs": plan._int(best["bs"]),
@@ -848,10 +848,7 @@ def main(argv=None) -> int:
         "scenarios": scenarios,
         "total_wall_s": round(time.perf_counter() - t_start, 1),
     }
-    text = json.dumps(out, indent=1, sort_keys=True) + "\n"
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
+    plan.write_result(out, args.out)
     print(f"{len(scenarios)} scenarios -> {args.out} in {out['total_wall_s']} s")
     return 0
 
