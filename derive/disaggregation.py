@@ -282,10 +282,16 @@ def disaggregate(
     )
 
 
+def fleet_key(cost: float) -> float:
+    """A fleet's cost as plans compare it: two fleets of the same accelerators cost the same, whichever sum of
+    floats priced them (round-off of 1e-16 must not pick a winner)."""
+    return round(cost, 9)
+
+
 def ranked(option: Option) -> tuple[float, float]:
     """The figure derive/planning.py's `pick` ranks by, lower first: the fleet's cost, a busy copy's, or tokens."""
     if option.fleet_cost_per_million is not None:
-        return (option.fleet_cost_per_million, option.cost_per_million or 0.0)
+        return (fleet_key(option.fleet_cost_per_million), option.cost_per_million or 0.0)
     if option.cost_per_million is not None:
         return (option.cost_per_million, 0.0)
     return (-option.per_accelerator, 0.0)
@@ -306,7 +312,7 @@ def verdict(aggregated: Copy, split: Disaggregated) -> str:
         said += f" (on {split.gpu} against the aggregated pick's {aggregated.gpu})"
     fleets = split.fleet_cost_per_million, aggregated.fleet_cost_per_million
     if fleets[0] is not None and fleets[1] is not None:
-        if f"{fleets[0]:.2f}" == f"{fleets[1]:.2f}" and split.cost_per_million and aggregated.cost_per_million:
+        if fleet_key(fleets[0]) == fleet_key(fleets[1]) and split.cost_per_million and aggregated.cost_per_million:
             # Whole copies: both fleets may need the same accelerators for the rate; a busy copy's cost breaks the tie.
             said += (
                 f"; as fleets for the rate they tie at {fleets[0]:.2f} USD per million tokens ({split.for_rate} and "

@@ -26,7 +26,7 @@ from derive.calibration import calibration
 from derive.catalog import Gpu, Model
 from derive.core.errors import DeriveError
 from derive.core.symbols import Sym
-from derive.disaggregation import Disaggregated, LayoutTable, disaggregate, ranked, verdict
+from derive.disaggregation import Disaggregated, LayoutTable, disaggregate, fleet_key, ranked, verdict
 from derive.layouts import Layout, kv_shards, search, shape
 from derive.speculation import NONE, Speculation
 from derive.systems import Price, System, system_for
@@ -534,6 +534,11 @@ def pareto(rows: list[Row]) -> list[Row]:
     return front
 
 
+def _first_upper(text: str) -> str:
+    """A sentence's first letter in capitals, the rest as written (str.capitalize would lower 'USD')."""
+    return text[:1].upper() + text[1:]
+
+
 def pick(rows: list[Row]) -> Row | None:
     """The cheapest fleet for the rate where one is asked and every row has a price, else the cheapest busy copy
     per million tokens, else the most tokens per accelerator."""
@@ -542,7 +547,7 @@ def pick(rows: list[Row]) -> Row | None:
     if all(r.fleet_cost_per_million is not None for r in rows):  # a rate to serve: the cheapest fleet for it
         # Fleets that cost the same (the same accelerators, whole copies): the one with more headroom, cheaper busy.
         return min(
-            rows, key=lambda r: (round(r.fleet_cost_per_million or 0, 9), r.cost_per_million, r.layout.accelerators)
+            rows, key=lambda r: (fleet_key(r.fleet_cost_per_million or 0), r.cost_per_million, r.layout.accelerators)
         )
     if all(r.cost_per_million is not None for r in rows):
         return min(rows, key=lambda r: (r.cost_per_million, r.layout.accelerators))
@@ -961,7 +966,7 @@ class Plan:
         if split is None or chosen is None:
             return " No disaggregated pair of pools meets the targets."
         return (
-            f" Disaggregated, the best pair on {split.gpu}: {split.describe()}. {verdict(chosen, split).capitalize()}."
+            f" Disaggregated, the best pair on {split.gpu}: {split.describe()}. {_first_upper(verdict(chosen, split))}."
         )
 
     def _why_dict(self) -> dict[str, Any] | None:

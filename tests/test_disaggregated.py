@@ -145,3 +145,16 @@ def test_a_pair_fits_the_accelerators_one_copy_may_use():
     assert disaggregate(*args, 8) is None
     loose = disaggregate(*args, 16)
     assert loose is not None and loose.prefill.accelerators + loose.decode.accelerators <= 16
+
+
+def test_fleets_equal_but_for_round_off_tie_and_a_busy_copy_decides():
+    """Qwen3.5-27B at 10 req/s on H100s: both modes need 3 accelerators, priced 0.8756510416666667 and
+    0.8756510416666669 USD per million tokens by two sums of floats; the split's busy copy (0.69) is cheaper than the
+    aggregated one's (0.82), so the split wins, and the verdict says the fleets tie."""
+    from types import SimpleNamespace
+
+    from derive.disaggregation import ranked
+
+    agg = SimpleNamespace(fleet_cost_per_million=0.8756510416666667, cost_per_million=0.8220509155413884)
+    split = SimpleNamespace(fleet_cost_per_million=0.8756510416666669, cost_per_million=0.6867774694212787)
+    assert ranked(split) < ranked(agg)  # type: ignore[arg-type]
