@@ -9,8 +9,9 @@ precision, and prints:
   derive's layout over its best (how good derive's choice is, judged by the profiled tables; target 0.95, issue 26);
   `estimate` = derive's own tokens/s per GPU over aiconfigurator's for the same layout (target within 10%).
 - disaggregated: derive's best (prefill layout, decode layout) pair, rated by aiconfigurator's per-layout worker tables
-  as S_o/(N_p/Q_p + N_d/Q_d) (formulas/disaggregated.py's balance, workers in any ratio), against the best pair those
-  tables allow rated the same way; and derive's own figure for its pair over aiconfigurator's for it.
+  as S_o/(N_p/Q_p + N_d/Q_d) (formulas/disaggregated.py's balance, workers in any ratio, each pool at aiconfigurator's
+  rate-match share), against the best pair those tables allow rated the same way; and derive's own figure for its
+  pair over aiconfigurator's for it.
 
     python3 benchmarks/plan_scenarios.py
 """
@@ -33,6 +34,7 @@ from plan_compare import aiconfigurator_name  # noqa: E402
 from derive.catalog import load_gpu, load_model  # noqa: E402
 from derive.disaggregation import disaggregate  # noqa: E402
 from derive.planning import Targets, pick, search_gpu  # noqa: E402
+from formulas import disaggregated as dis  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "aiconfigurator-0.12-scenarios.json"
 GPUS = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200"}
@@ -41,21 +43,28 @@ LAYOUT_TARGET, ESTIMATE_TARGET = 0.95, 0.10
 
 
 def _balanced(osl: int, prefill: dict[str, Any], decode: dict[str, Any]) -> float:
-    """Tokens/s per GPU of two pools balanced in any ratio: S_o/(N_p/Q_p + N_d/Q_d)."""
-    return osl / (prefill["num_gpus"] / prefill["seq_s_worker"] + decode["num_gpus"] / decode["seq_s_worker"])
+    """Tokens/s per GPU of two pools balanced in any ratio, S_o/(N_p/Q_p + N_d/Q_d), each pool at the share of its
+    standalone rate aiconfigurator's pairing gives it (its rate-match degradation, formulas/disaggregated.py's u)."""
+    q_p, q_d = (float(dis.SERVED[s]) * worker["seq_s_worker"] for s, worker in ((dis.u_p, prefill), (dis.u_d, decode)))
+    return osl / (prefill["num_gpus"] / q_p + decode["num_gpus"] / q_d)
 
 
-def _disaggregated(case: dict[str, Any], found: Any, targets: Targets) -> str:
+def _disaggregated(case: dict[str, Any], found: Any, targets: Targets) -> tuple[str, float | None, float | None]:
+    """The line to print, and where aiconfigurator's tables hold derive's pair, its layout and estimate ratios."""
     tables = case.get("disagg") or {}
     prefills = {r["parallel"]: r for r in tables.get("prefill_workers", []) if r.get("meets_ttft")}
     decodes = {r["parallel"]: r for r in tables.get("decode_workers", []) if r.get("meets_tpot")}
     if not prefills or not decodes:
-        return f"  disaggregated: aiconfigurator has no pair ({tables.get('error') or 'no worker meets the targets'})"
+        return (
+            f"  disaggregated: aiconfigurator has no pair ({tables.get('error') or 'no worker meets the targets'})",
+            None,
+            None,
+        )
     split = disaggregate(
         found.table, found.compiled, found.system, found.gpu.name, targets, None, 4096, case["total_gpus"]
     )
     if split is None:
-        return "  disaggregated: derive finds no pair"
+        return "  disaggregated: derive finds no pair", None, None
     fits = [
         (p, d)
         for p in prefills.values()
@@ -63,23 +72,28 @@ def _disaggregated(case: dict[str, Any], found: Any, targets: Targets) -> str:
         if p["num_gpus"] + d["num_gpus"] <= case["total_gpus"]
     ]
     if not fits:
-        return "  disaggregated: no pair of aiconfigurator's workers fits the GPU budget"
+        return "  disaggregated: no pair of aiconfigurator's workers fits the GPU budget", None, None
     best = max(_balanced(case["osl"], p, d) for p, d in fits)  # one worker of each within the budget, as derive's
     p_name, d_name = (aiconfigurator_name(lt, case["moe"]) for lt in (split.prefill, split.decode))
     if p_name not in prefills or d_name not in decodes:
-        return f"  disaggregated: derive's pair {split.prefill} + {split.decode} is not in aiconfigurator's tables"
+        return (
+            f"  disaggregated: derive's pair {split.prefill} + {split.decode} is not in aiconfigurator's tables",
+            None,
+            None,
+        )
     rated = _balanced(case["osl"], prefills[p_name], decodes[d_name])
-    return (
+    line = (
         f"  disaggregated: derive {split.prefill} + {split.decode} ({split.per_accelerator:,.0f} tok/s/GPU), "
         f"aiconfigurator rates it {rated:,.0f} against its best pair's {best:,.0f}: layout {rated / best:.2f}, "
         f"estimate {split.per_accelerator / rated:.2f}"
     )
+    return line, rated / best, split.per_accelerator / rated
 
 
 def main() -> None:
     data = json.loads(DATA.read_text())
     print(f"aiconfigurator: {data['source']}")
-    layouts, estimates = [], []
+    layouts, estimates, split_layouts, split_estimates = [], [], [], []
     started = time.perf_counter()
     for case in data["scenarios"]:
         agg = case.get("agg") or {}
@@ -120,7 +134,11 @@ def main() -> None:
             f"{str(chosen.layout):<18} {chosen.per_accelerator:>7,.0f}  aic for it {said['rated']:>7}  layout "
             f"{said['layout']:>5}  estimate {said['estimate']}"
         )
-        print(_disaggregated(case, found, targets))
+        line, split_layout, split_estimate = _disaggregated(case, found, targets)
+        print(line)
+        if split_layout is not None and split_estimate is not None:
+            split_layouts.append(split_layout)
+            split_estimates.append(abs(split_estimate - 1))
     print()
     print(f"derive's searches took {time.perf_counter() - started:.1f} s for {len(data['scenarios'])} scenarios")
     if layouts:
@@ -129,6 +147,12 @@ def main() -> None:
             f"layout ratio {min(layouts):.2f}, median {statistics.median(layouts):.2f} (target: every one at least "
             f"{LAYOUT_TARGET}); estimate off by {statistics.median(estimates):.0%} at the median, "
             f"{max(estimates):.0%} at worst (target: within {ESTIMATE_TARGET:.0%})"
+        )
+    if split_layouts:
+        print(
+            f"disaggregated, rated where aiconfigurator's tables hold derive's pair ({len(split_layouts)} scenarios): "
+            f"worst layout ratio {min(split_layouts):.2f}, median {statistics.median(split_layouts):.2f}; estimate off "
+            f"by {statistics.median(split_estimates):.0%} at the median, {max(split_estimates):.0%} at worst"
         )
 
 

@@ -135,6 +135,14 @@ class Disaggregated:
 
 
 @functools.cache
+def _served() -> tuple[float, float, float, float]:
+    """formulas/disaggregated.py's kappa_p, kappa_d, u_p and u_d: what serving costs the calibrated pools."""
+    from formulas import disaggregated as dis
+
+    kappa_p, kappa_d, u_p, u_d = (float(dis.SERVED[s]) for s in (dis.kappa_p, dis.kappa_d, dis.u_p, dis.u_d))
+    return kappa_p, kappa_d, u_p, u_d
+
+
 def _formulas() -> dict[str, Callable[..., Any]]:
     """formulas/disaggregated.py as numpy functions of the pools' figures."""
     import sympy
@@ -147,8 +155,9 @@ def _formulas() -> dict[str, Callable[..., Any]]:
     from formulas import queueing as qu
 
     library = formulas.library()
-    capacity_of = (lay.ttft_c, lay.t_rq, lay.dp, qu.T_max, dis.t_kv)
-    ttft_of = (qu.lam_c, lay.ttft_c, lay.t_rq, lay.dp, dis.t_kv)
+    served = (dis.kappa_p, dis.kappa_d, dis.u_p, dis.u_d)  # arguments: the floor sets them to 1
+    capacity_of = (lay.ttft_c, lay.t_rq, lay.dp, qu.T_max, dis.t_kv, *served)
+    ttft_of = (qu.lam_c, lay.ttft_c, lay.t_rq, lay.dp, dis.t_kv, *served)
     pools = (dis.Q_p, dis.Q_d, dis.N_p, dis.N_d, sym.S_o)
 
     def numeric(quantity: Any, inputs: tuple[Any, ...]) -> Callable[..., Any]:
@@ -157,6 +166,8 @@ def _formulas() -> dict[str, Callable[..., Any]]:
 
     return {
         "handover": numeric(dis.t_kv, (dis.K_h, dis.BW_x)),
+        "decode step": numeric(dis.t_dw, (lay.t_tok, *served)),
+        "decode capacity": numeric(dis.Q_d, (lay.B_L, sym.tau, sym.S_o, lay.t_tok, *served)),
         "prefill capacity": numeric(dis.Q_p, capacity_of),
         "ttft": numeric(dis.ttft_d, ttft_of),
         "ratio": numeric(dis.r_pd, (dis.Q_p, dis.Q_d)),
@@ -175,12 +186,17 @@ def disaggregate(
     price: Price | None,
     max_batch: int,
     max_accelerators: int | None = None,
+    floor: bool = False,
 ) -> Disaggregated | None:
     """The best prefill and decode pools of one accelerator's layouts (`compiled`: derive/planning.py's Compiled for
-    them), or None where no pair meets the targets; a pair (one worker of each) uses at most `max_accelerators`."""
+    them), or None where no pair meets the targets; a pair (one worker of each) uses at most `max_accelerators`.
+    `floor`: `compiled` is the roofline's, and the pools are served with no overhead (formulas/disaggregated.py's
+    kappa and u at 1)."""
     if table is None or compiled is None or not table.layouts:
         return None
     at = _formulas()
+    served = (1.0, 1.0, 1.0, 1.0) if floor else _served()
+    kappa_d = served[1]
     layouts = table.layouts
     size = len(layouts)
     accelerators = np.array([lt.accelerators for lt in layouts], dtype=float)
@@ -188,15 +204,16 @@ def disaggregate(
     pp = np.array([lt.pp for lt in layouts], dtype=float)
     inputs = [*table.base, table.per_prompt]
 
-    # Decode workers: the step alone within the TPOT target, as many sequences as memory holds.
-    by_step = np.floor(largest_batch(compiled.step_branches, inputs, float(targets.tpot)) + 1e-9)
+    # Decode workers: the step alone, as served, within the TPOT target, as many sequences as memory holds.
+    by_step = np.floor(largest_batch(compiled.step_branches, inputs, float(targets.tpot) / kappa_d) + 1e-9)
     batch = np.minimum(np.minimum(by_step, table.by_memory), max_batch)
     decodes = np.flatnonzero((batch >= 1) & (table.by_memory >= 1))
     if not len(decodes):
         return None
     safe = np.maximum(batch, 1.0)
-    step = np.broadcast_to(np.asarray(compiled.step(*inputs, safe), float), (size,))
-    capacity_d = safe * pp / (targets.output * step)  # Q_d = B_L·tau/(S_o·step), tau = 1
+    alone = np.broadcast_to(np.asarray(compiled.step(*inputs, safe), float), (size,))
+    step = at["decode step"](alone, *served)
+    capacity_d = at["decode capacity"](safe * pp, 1.0, targets.output, alone, *served)  # tau = 1 token a step
     handover_bytes = np.broadcast_to(np.asarray(compiled.handover(*inputs, 1.0), float), (size,))
 
     # Prefill workers: those that hold the weights and one prompt's cache. Every pair, vectorised: rows prefill,
@@ -215,8 +232,9 @@ def disaggregate(
             dp[prefills][:, None],
             float(targets.ttft),
             handover,
+            *served,
         )
-        slack = float(targets.ttft) - table.pass_alone[prefills][:, None] - handover
+        slack = float(targets.ttft) - served[0] * table.pass_alone[prefills][:, None] - handover
         capacity_p = np.where(slack > 0, capacity_p, np.nan)
         rated = at["throughput"](
             capacity_p,
@@ -269,7 +287,7 @@ def disaggregate(
         handover=t_kv,
         handover_bytes=float(handover_bytes[d]),
         handover_link=system.fabric if nvlink[i, j] else "the network",
-        ttft=float(at["ttft"](load, table.pass_alone[p], table.per_prompt[p], layouts[p].dp, t_kv)),
+        ttft=float(at["ttft"](load, table.pass_alone[p], table.per_prompt[p], layouts[p].dp, t_kv, *served)),
         prefill_workers_per_decode_worker=float(at["ratio"](q_p, q_d)),
         prefill_share=float(at["share"](q_p, q_d, layouts[p].accelerators, layouts[d].accelerators)),
         decode_pool_throughput=float(at["decode pool"](q_d, layouts[d].accelerators, targets.output)),

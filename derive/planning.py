@@ -730,6 +730,7 @@ class Plan:
                     self.prices.get(f.gpu.name),
                     self.max_batch,
                     self.max_accelerators,
+                    self.floor,
                 )
             )
             is not None
@@ -805,6 +806,15 @@ class Plan:
                 "disaggregated: a prefill pool and a decode pool of the same accelerator, balanced (formulas/"
                 "disaggregated.py); a prefill worker's TTFT is its M/D/1 wait, the prompt pass and the handover of the "
                 "request's cache to its decode worker; a decode worker's TPOT is its step alone"
+                + (
+                    ""
+                    if self.floor
+                    else "; as served, a prefill pass takes {} of the profiled one and a decode step {}, and paired "
+                    "pools deliver {} and {} of their standalone rates (aiconfigurator 0.12's defaults, calibrated "
+                    "on silicon)".format(
+                        *(f"{float(dis.SERVED[s]):g}" for s in (dis.kappa_p, dis.kappa_d, dis.u_p, dis.u_d))
+                    )
+                )
             )
         if self.targets.speculation:
             out.append(

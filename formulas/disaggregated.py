@@ -9,6 +9,12 @@ the ratio of their capacities. The whole then completes S_o tokens a request on 
 accelerator-seconds a request a second. It reduces to one pool where prompts cost nothing (Q_p without bound):
 the decode worker's own tokens a second per accelerator (tests/test_plan.py).
 
+The calibrated estimate carries what aiconfigurator 0.12 charges a disaggregated deployment over its profiled static
+passes (Task's defaults, "calibrated against silicon"): a prefill worker's pass takes kappa_p = 1.1 of the static
+one and a decode worker's step kappa_d = 1.08, and pools paired at a ratio deliver u_p = 0.9 and u_d = 0.92 of
+their standalone rates. The floor sets all four to 1. aiconfigurator's TTFT x1.8 for queueing is not taken: the
+prefill worker's queue is priced here as an M/D/1 queue (formulas/queueing.py).
+
 Left out: the transfer overlapping the prompt pass layer by layer (a shorter handover), and a decode worker's
 step being slowed by the transfers it receives (NVLink or the NIC, not its HBM, carries them).
 """
@@ -18,9 +24,47 @@ import sympy
 from derive.core.library import formula
 from derive.core.symbols import define
 from formulas import queueing as qu
-from formulas.layout import lam, pp, price, s_kv
-from formulas.notation import S_o, kv_seq
+from formulas.layout import B_L, lam, pp, price, s_kv, t_tok
+from formulas.notation import S_o, kv_seq, tau
 
+_AIC_TASK = "aiconfigurator 0.12.0 sdk/task_v2.py, Task's defaults"
+kappa_p = define(
+    "prefill_worker_latency_scale",
+    "kappa_p",
+    "",
+    r"\kappa_{p}",
+    f"a prefill worker's prompt pass over the profiled static pass ({_AIC_TASK}: prefill_latency_correction)",
+)
+kappa_d = define(
+    "decode_worker_latency_scale",
+    "kappa_d",
+    "",
+    r"\kappa_{d}",
+    f"a decode worker's step over the profiled static step ({_AIC_TASK}: decode_latency_correction)",
+)
+u_p = define(
+    "prefill_pool_utilisation",
+    "u_p",
+    "",
+    r"u_{p}",
+    f"share of its standalone rate a prefill pool delivers when paired ({_AIC_TASK}: rate_match_prefill_degradation)",
+)
+u_d = define(
+    "decode_pool_utilisation",
+    "u_d",
+    "",
+    r"u_{d}",
+    f"share of its standalone rate a decode pool delivers when paired ({_AIC_TASK}: rate_match_decode_degradation)",
+)
+# The calibrated estimate's values (aiconfigurator 0.12.0 sdk/task_v2.py, Task: prefill_latency_correction 1.1,
+# decode_latency_correction 1.08, rate_match_prefill_degradation 0.9, rate_match_decode_degradation 0.92); the floor
+# takes 1 for each.
+SERVED = {
+    kappa_p: sympy.Rational(11, 10),
+    kappa_d: sympy.Rational(27, 25),
+    u_p: sympy.Rational(9, 10),
+    u_d: sympy.Rational(23, 25),
+}
 N_p = define("prefill_worker_accelerators", "N_p", "", r"N_{p}", "accelerators one prefill worker runs on")
 N_d = define("decode_worker_accelerators", "N_d", "", r"N_{d}", "accelerators one decode worker runs on")
 Q_p = define(
@@ -46,6 +90,9 @@ K_h = define(
 )
 BW_x = define(
     "handover_link_bandwidth", "BW_x", "byte/second", r"BW_{x}", "one-way link each accelerator hands the cache over"
+)
+t_dw = define(
+    "decode_worker_step", "t_dw", "second", r"t_{dw}", "a decode worker's step: what its users see between tokens"
 )
 t_kv = define("kv_handover_time", "t_kv", "second", r"t_{kv}", "one request's cache crossing from prefill to decode")
 r_pd = define(
@@ -98,16 +145,37 @@ kv_handover_time = formula(
     "Every decode accelerator receives its own share of the request's cache at once, each over its own link "
     "(NVLink where both workers sit in one domain, else its NIC).",
 )
+# A prefill worker's passes, as served: kappa_p of the profiled ones, everywhere formulas/queueing.py uses them.
+_SERVED_PASSES = {qu.ttft_c.symbol: kappa_p.symbol * qu.ttft_c.symbol, qu.t_rq.symbol: kappa_p.symbol * qu.t_rq.symbol}
+
+
+def _served(expr: sympy.Expr) -> sympy.Expr:
+    """A queueing form over the passes alone (its wait, load and service time written out), served."""
+    spelled = expr.xreplace({qu.W_q.symbol: qu.prompt_queue_wait.expr})
+    spelled = spelled.xreplace({qu.rho_p.symbol: qu.prompt_load.expr, qu.S_rq.symbol: qu.prompt_service_time.expr})
+    return spelled.xreplace(_SERVED_PASSES)
+
+
 prefill_worker_capacity = formula(
     Q_p,
-    qu.ttft_capacity.expr.xreplace({qu.T_max.symbol: qu.T_max.symbol - t_kv.symbol}),
-    "formulas/queueing.py's Q_T with the handover taken out of the target: a prefill worker is an M/D/1 queue of "
-    "prompts like an aggregated copy's ranks, and its requests must still cross before their first token.",
+    u_p.symbol * _served(qu.ttft_capacity.expr).xreplace({qu.T_max.symbol: qu.T_max.symbol - t_kv.symbol}),
+    "formulas/queueing.py's Q_T over the served passes with the handover taken out of the target, at the paired "
+    "pool's share u_p: a prefill worker is an M/D/1 queue of prompts like an aggregated copy's ranks, and its "
+    "requests must still cross before their first token.",
+)
+decode_worker_step = formula(
+    t_dw, kappa_d.symbol * t_tok.symbol, "formulas/layout.py's decode step alone (no prompt pass), as served."
+)
+decode_worker_capacity = formula(
+    Q_d,
+    u_d.symbol * B_L.symbol * tau.symbol / (S_o.symbol * t_dw.symbol),
+    "B_L sequences gain tau tokens a step and leave after S_o, at the paired pool's share u_d.",
 )
 disaggregated_ttft = formula(
     ttft_d,
-    qu.ttft_q.symbol + t_kv.symbol,
-    "The wait, the request's own prompt pass and its cache's handover, one after another.",
+    _served(qu.served_ttft.expr).xreplace({qu.lam_c.symbol: qu.lam_c.symbol / u_p.symbol}) + t_kv.symbol,
+    "The wait, the request's own prompt pass and its cache's handover, one after another, served: the worker takes "
+    "its requests as it would 1/u_p as many alone.",
 )
 prefill_workers_per_decode_worker = formula(
     r_pd, Q_d.symbol / Q_p.symbol, "The pools balance where x_p·Q_p = x_d·Q_d: x_p/x_d = Q_d/Q_p."

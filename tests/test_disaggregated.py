@@ -39,8 +39,11 @@ def test_the_pools_by_hand():
     - Handover: a token's cache is 2·32 layers·8 KV heads·128·2 bytes = 131,072 B (its config), 2,048 of them
       split over the decode worker's s_kv = min(tp, 8) shards and p stages, over NVLink (450 GB/s one way, the
       H100 datasheet's 900 GB/s halved) where both workers fit one 8-GPU node.
-    - Decode worker: Q_d = B_L/(S_o·step); prefill worker: the M/D/1 TTFT (formulas/queueing.py) plus the
-      handover equals the target at Q_p; together S_o/(N_p/Q_p + N_d/Q_d) tokens a second per accelerator.
+    - Serving (aiconfigurator 0.12's Task defaults): a prefill worker's pass is 1.1 of the profiled one, a decode
+      worker's step 1.08, and paired pools deliver 0.9 and 0.92 of their standalone rates.
+    - Decode worker: Q_d = 0.92·B_L/(S_o·1.08·step); prefill worker: the M/D/1 TTFT (formulas/queueing.py) over
+      passes 1.1 as long, plus the handover, equals the target at Q_p/0.9; together S_o/(N_p/Q_p + N_d/Q_d) tokens a
+      second per accelerator.
     """
     found, split = _split()
     table = found.table
@@ -51,10 +54,15 @@ def test_the_pools_by_hand():
     assert split.prefill.accelerators + d.accelerators <= 8 and split.handover_link == "NVLink"
     assert split.handover == pytest.approx(split.handover_bytes / 450e9, rel=1e-12)
     assert split.decode_step <= 0.020
-    assert split.decode_capacity == pytest.approx(split.decode_sequences / (256 * split.decode_step), rel=1e-12)
+    j = table.layouts.index(d)
+    inputs = [*(column[j : j + 1] for column in table.base), table.per_prompt[j : j + 1]]
+    alone_step = float(found.compiled.step(*inputs, float(split.decode_batch))[0])  # type: ignore[union-attr]
+    assert split.decode_step == pytest.approx(1.08 * alone_step, rel=1e-12)
+    assert split.decode_capacity == pytest.approx(0.92 * split.decode_sequences / (256 * split.decode_step), rel=1e-12)
     i = table.layouts.index(split.prefill)
-    alone, per_prompt = float(table.pass_alone[i]), float(table.per_prompt[i])
-    rho = split.prefill_capacity * per_prompt / split.prefill.dp  # each attention rank's share of the prompts
+    alone, per_prompt = 1.1 * float(table.pass_alone[i]), 1.1 * float(table.per_prompt[i])
+    offered = split.prefill_capacity / 0.9  # the queue at its standalone rate
+    rho = offered * per_prompt / split.prefill.dp  # each attention rank's share of the prompts
     wait = rho * per_prompt / (2 * (1 - rho))  # M/D/1, Pollaczek-Khinchine
     assert alone + wait + split.handover == pytest.approx(2.0, rel=1e-9)
     assert split.ttft == pytest.approx(2.0, rel=1e-9)  # busy at capacity: the mean TTFT is the target
@@ -66,29 +74,38 @@ def test_the_pools_by_hand():
 
 
 def test_the_decode_batch_is_the_largest_its_step_allows():
-    """One more sequence and the decode step alone misses the TPOT target (or memory is full)."""
+    """One more sequence and the decode step alone, as served (1.08 of the profiled step), misses the TPOT target
+    (or memory is full)."""
     found, split = _split()
     assert found.compiled is not None and found.table is not None
     i = found.table.layouts.index(split.decode)
     inputs = [*(column[i : i + 1] for column in found.table.base), found.table.per_prompt[i : i + 1]]
     over = float(found.compiled.step(*inputs, float(split.decode_batch + 1))[0])
-    assert over > 0.020 or split.decode_batch == int(found.table.by_memory[i])
+    assert 1.08 * over > 0.020 or split.decode_batch == int(found.table.by_memory[i])
 
 
 def test_the_old_forms_at_their_limits():
     """With prompts free (Q_p without bound) the two pools are the decode pool alone, and with no handover the
-    prefill worker's capacity is an aggregated copy's TTFT capacity and its TTFT the queued prompt pass."""
+    prefill worker's capacity is an aggregated copy's TTFT capacity and its TTFT the queued prompt pass, once serving
+    costs nothing over the profiled passes (kappa = u = 1, as in the floor)."""
     lib = library()
+    unserved = {s.symbol: 1 for s in (dis.kappa_p, dis.kappa_d, dis.u_p, dis.u_d)}
     throughput = lib.get("disaggregated_throughput").expr.subs(
         dis.f_p.symbol, lib.get("prefill_accelerator_share").expr
     )
     throughput = throughput.subs(dis.r_pd.symbol, lib.get("prefill_workers_per_decode_worker").expr)
     assert sympy.limit(throughput, dis.Q_p.symbol, sympy.oo) == dis.R_dp.symbol
-    capacity = lib.get("prefill_worker_capacity").expr
-    assert sympy.simplify(capacity.subs(dis.t_kv.symbol, 0) - lib.get("ttft_capacity").expr) == 0
-    ttft = lib.get("disaggregated_ttft").expr
-    assert ttft.subs(dis.t_kv.symbol, 0) == qu.ttft_q.symbol
+    capacity = lib.get("prefill_worker_capacity").expr.subs(unserved)
+    aggregated = lib.get("ttft_capacity").expr.subs(qu.S_rq.symbol, lib.get("prompt_service_time").expr)
+    assert sympy.simplify(capacity.subs(dis.t_kv.symbol, 0) - aggregated) == 0
+    ttft = lib.get("disaggregated_ttft").expr.subs(unserved)
+    queued = qu.ttft_c.symbol + lib.get("prompt_queue_wait").expr.subs(
+        {qu.rho_p.symbol: lib.get("prompt_load").expr, qu.S_rq.symbol: lib.get("prompt_service_time").expr}
+    )
+    assert sympy.simplify(ttft.subs(dis.t_kv.symbol, 0) - queued) == 0
     # And the decode pool's tokens are an aggregated copy's where prompts add nothing to its step (t_rq = 0).
+    decode = lib.get("decode_worker_capacity").expr.subs(dis.t_dw.symbol, lib.get("decode_worker_step").expr)
+    assert decode.subs(unserved) == lay.B_L.symbol * sym.tau.symbol / (sym.S_o.symbol * lay.t_tok.symbol)
     pool = (
         lib.get("decode_pool_throughput").expr.subs(dis.Q_d.symbol, lay.Q_L.symbol).subs(dis.N_d.symbol, lay.N_L.symbol)
     )
@@ -158,3 +175,15 @@ def test_fleets_equal_but_for_round_off_tie_and_a_busy_copy_decides():
     agg = SimpleNamespace(fleet_cost_per_million=0.8756510416666667, cost_per_million=0.8220509155413884)
     split = SimpleNamespace(fleet_cost_per_million=0.8756510416666669, cost_per_million=0.6867774694212787)
     assert ranked(split) < ranked(agg)  # type: ignore[arg-type]
+
+
+def test_the_floor_serves_the_pools_without_overhead():
+    """Under --floor the pools are the roofline's, with no serving overhead (kappa = u = 1): a decode worker's step
+    is the floor's step, and its capacity B_L/(S_o·step)."""
+    found = search_gpu(load_model("llama3-8b"), load_gpu("h100"), "bf16", TARGETS, 8, 1024, None, floor=True)
+    split = disaggregate(found.table, found.compiled, found.system, found.gpu.name, TARGETS, None, 1024, floor=True)
+    assert split is not None and found.table is not None and found.compiled is not None
+    j = found.table.layouts.index(split.decode)
+    inputs = [*(column[j : j + 1] for column in found.table.base), found.table.per_prompt[j : j + 1]]
+    assert split.decode_step == pytest.approx(float(found.compiled.step(*inputs, float(split.decode_batch))[0]))
+    assert split.decode_capacity == pytest.approx(split.decode_sequences / (256 * split.decode_step), rel=1e-12)
