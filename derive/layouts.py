@@ -123,13 +123,18 @@ def _powers(limit: int) -> list[int]:
 
 
 def search(model: Model, system: System, max_accelerators: int) -> list[Layout]:
-    """Every valid layout of powers of two on at most `max_accelerators` (pp also any divisor of the layers)."""
+    """Every valid layout of powers of two on at most `max_accelerators` (pp also any divisor of the layers), attention
+    either tensor-parallel or data-parallel: TensorRT-LLM, whose profiled kernels calibrate the estimate, runs
+    attention dp only with attention tp = 1 (its enable_attention_dp mapping; aiconfigurator 0.12 searches the same
+    space). `derive predict --tp --dp` still prices a layout with both."""
     s = shape(model)
     out = []
     stages = sorted(set(_powers(max_accelerators)) | {p for p in range(1, max_accelerators + 1) if s.layers % p == 0})
     for tp in _powers(min(max_accelerators, system.domain)):
         for pp in stages:
             for dp in _powers(max_accelerators // (tp * pp)) if tp * pp <= max_accelerators else []:
+                if tp > 1 and dp > 1:
+                    continue
                 for ep in _powers(tp * dp):
                     layout = Layout(tp, ep, pp, dp)
                     if problem(s, layout, system) is None:
