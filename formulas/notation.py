@@ -138,6 +138,13 @@ a = define(
     "a",
     "attention FLOPs per query token, per cached token of its sequence",
 )
+a_pre = define(
+    "prompt_attention_flops_per_cached_token",
+    "a_pre",
+    "FLOP*sequence/token**2",
+    r"a_{pre}",
+    "attention FLOPs per prompt token, per earlier token of its prompt, where a prompt pass attends another way",
+)
 
 s_st = define("state_values", "s_st", "1/sequence", r"s_{st}", "recurrent-state values one sequence keeps")
 q_cv = define("conv_state_values", "q_cv", "1/sequence", r"q_{cv}", "convolution-window values one sequence keeps")

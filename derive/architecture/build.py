@@ -306,6 +306,11 @@ def _totals(parts: list[Formula], moe: MoE | None, syms: _Symbols) -> tuple[Form
     )
 
 
+_PROMPT_FLOP_SOURCE = (
+    "The same in a prompt pass, attending as the serving engines' context kernels do (MLA: the latent decompressed "
+    "into heads)."
+)
+_PROMPT_MEAN = "Causal masking: the prompt token at position p attends to p tokens, S_p/2 on average."
 _FLOP_SOURCE = (
     "QK^T and AV: one multiply-accumulate (two FLOPs) per head, layer and score or value element, over the "
     "tokens the layer attends to."
@@ -326,7 +331,10 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
             _count(n.a, 2 * L * mixer.attention_macs(s), _FLOP_SOURCE),
         )
         kind = KindCost(mixer.label, mixer.tag, syms.layer_symbols[mixer], n.k, None, None, None)
-        return plain, (), (kind,)
+        if mixer.prompt_attention_macs(s) == mixer.attention_macs(s):
+            return plain, (), (kind,)
+        prompt = _count(n.a_pre, 2 * L * mixer.prompt_attention_macs(s), _PROMPT_FLOP_SOURCE)
+        return (*plain, prompt), (Formula(n.F_pre, n.S_p.symbol * n.a_pre.symbol / 2, _PROMPT_MEAN),), (kind,)
 
     S, S_p, b_kv, b_st = n.S.symbol, n.S_p.symbol, n.b_kv.symbol, n.b_st.symbol
     per_token: list[Formula] = []
@@ -350,6 +358,12 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
                 per_token.append(_count(v, L * cached, CACHE_SOURCE))
             per_token.append(_count(a, 2 * L * macs, _FLOP_SOURCE))
             flops_per_cached.append(a.symbol)
+            a_prompt = a
+            if mixer.prompt_attention_macs(s) != macs:
+                a_prompt = tagged(
+                    n.a_pre, mixer.tag, f"attention FLOPs per prompt token, per earlier token, {name} layers"
+                )
+                per_token.append(_count(a_prompt, 2 * L * mixer.prompt_attention_macs(s), _PROMPT_FLOP_SOURCE))
             if kv_sym is not None:
                 per_token.append(Formula(kv_sym, v.symbol * b_kv, "Cached values per token times bytes per value."))
                 values.append(v.symbol)
@@ -361,8 +375,8 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
                 grows, held = mixer.cache_growth(s, kv_sym.symbol)
                 marginal, fixed = marginal + grows, fixed + held
             attended["S"] += mixer.attended(s, S, a.symbol)
-            attended["S_p"] += mixer.prompt_attended(s, S_p, a.symbol)
-            prompt_mean_at_s += mixer.prompt_attended(s, S, a.symbol)
+            attended["S_p"] += mixer.prompt_attended(s, S_p, a_prompt.symbol)
+            prompt_mean_at_s += mixer.prompt_attended(s, S, a_prompt.symbol)
         if mixer.state_values(s) != 0 or mixer.state_conv_values(s) != 0:
             state_sym = tagged(
                 n.s_st, mixer.tag, f"recurrent-state values one sequence keeps, {kind_name(mixer.tag)} layers"

@@ -123,6 +123,10 @@ class Kind:
         """Multiply-accumulates per query token per attended token, one layer (all heads, scores and values)."""
         return sympy.Integer(0)
 
+    def prompt_attention_macs(self, s: Resolve) -> sympy.Expr:
+        """The same in a prompt pass, where a kind attends another way there (MLA's decompressed heads)."""
+        return self.attention_macs(s)
+
     def state_values(self, s: Resolve) -> sympy.Expr:
         """Values of the fixed-size recurrent state one sequence keeps in one layer."""
         return sympy.Integer(0)
