@@ -164,11 +164,38 @@ def alltoall_values() -> dict[Any, sympy.Expr]:
     return {lay.alpha_a2a: sympy.Float(data["alpha_s"]), lay.eta_a2a: sympy.Float(data["eta"])}
 
 
+@cache
+def deepep() -> dict[str, Any]:
+    """Wide expert parallelism's dispatch and combine (DeepEP), fitted per accelerator (formulas/deepep.json)."""
+    with resources.files("formulas").joinpath("deepep.json").open() as fh:
+        data: dict[str, Any] = json.load(fh)
+    return data
+
+
+# An accelerator without DeepEP tables of its own takes this one's (the fits differ by 5-20% between HGX nodes).
+DEEPEP_BORROWED = "h100"
+
+
+def deepep_values(gpu: Gpu) -> dict[Any, sympy.Expr]:
+    from formulas import layout as lay
+
+    fits = deepep()["accelerators"]
+    own = fits.get(gpu.name, fits[DEEPEP_BORROWED])
+    decode, prefill = own["decode"], own["prefill"]
+    return {
+        lay.alpha_E: sympy.Float(decode["alpha_s"]),
+        lay.eta_E: sympy.Float(decode["eta"]),
+        lay.alpha_Ep: sympy.Float(prefill["alpha_s"]),
+        lay.eta_Ep: sympy.Float(prefill["eta"]),
+    }
+
+
 def predictor_values(gpu: Gpu, dtype: str, fitted: bool = True) -> dict[Any, sympy.Expr]:
     """Every value the calibrated terms need beyond the model's: the fit (unless not `fitted`), activations, link."""
     values: dict[Any, sympy.Expr] = dict(calibration(gpu, dtype).values) if fitted else {}
     if fitted:
         values.update(alltoall_values())
+        values.update(deepep_values(gpu))
     values[sh.b_a] = sympy.Integer(ACTIVATION_BYTES)
     values[cal.m_ar] = sympy.Integer(ALLREDUCES_PER_LAYER)
     # A GPU without a link in the catalog runs on one accelerator only (the predictor refuses --tp > 1);

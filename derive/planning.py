@@ -35,7 +35,20 @@ from formulas import disaggregated as dis
 from formulas import layout as lay
 from formulas import notation as sym
 
-INPUTS = (sym.n, lay.pp, lay.dp, lay.ep, lay.s_kv, lay.L_a, lay.BW_tp, lay.BW_ep, lay.BW_pp, lay.d_p, lay.t_rq)
+INPUTS = (
+    sym.n,
+    lay.pp,
+    lay.dp,
+    lay.ep,
+    lay.s_kv,
+    lay.L_a,
+    lay.w_E,
+    lay.BW_tp,
+    lay.BW_ep,
+    lay.BW_pp,
+    lay.d_p,
+    lay.t_rq,
+)
 
 
 @dataclass(frozen=True)
@@ -295,6 +308,7 @@ def layout_inputs(model: Model, layouts: list[Layout], system: System) -> list[n
             lt.ep,
             kv_shards(s, lt.tp),
             s.moe_layers if lt.ep > 1 or lt.dp > 1 else 0,  # tokens travel to the experts (formulas/layout.py)
+            1.0 if lt.wide_ep and s.moe_layers else 0.0,  # on DeepEP's kernels
             float(system.link(lt.tp)),
             float(system.link(lt.tp * lt.dp)),
             float(system.link(lt.accelerators)),

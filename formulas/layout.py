@@ -88,6 +88,35 @@ alpha_a2a = define(
 eta_a2a = define(
     "alltoall_bandwidth_efficiency", "eta_a2a", "", r"\eta_{a2a}", "share of the link bandwidth an all-to-all gets"
 )
+w_E = define(
+    "wide_ep",
+    "w_E",
+    "",
+    r"w_{E}",
+    "1 where the dispatch runs DeepEP's kernels (whole experts over a node or more under attention dp), else 0",
+)
+alpha_E = define(
+    "deepep_latency",
+    "alpha_E",
+    "second",
+    r"\alpha_{E}",
+    "fixed time of one MoE layer's DeepEP dispatch and combine in decode",
+)
+eta_E = define("deepep_bandwidth_efficiency", "eta_E", "", r"\eta_{E}", "share of the link DeepEP's decode kernels get")
+alpha_Ep = define(
+    "deepep_prefill_latency",
+    "alpha_Ep",
+    "second",
+    r"\alpha_{E,p}",
+    "fixed time of one MoE layer's DeepEP dispatch and combine in a prompt pass",
+)
+eta_Ep = define(
+    "deepep_prefill_bandwidth_efficiency",
+    "eta_Ep",
+    "",
+    r"\eta_{E,p}",
+    "share of the link DeepEP's prompt-pass kernels get",
+)
 BW_pp = define("pp_link_bandwidth", "BW_pp", "byte/second", r"BW_{pp}", "one-way link between pipeline stages")
 
 # Per accelerator, one stage-slot (one micro-batch through one stage).
@@ -232,6 +261,20 @@ def _dispatched(activations: Sym) -> sympy.Expr:
     return exchange(group, copies * activations.symbol / n.symbol)
 
 
+def _wide_dispatch(activations: Sym, wide: tuple[Sym, Sym, sympy.Expr]) -> sympy.Expr:
+    """One MoE layer's dispatch and combine on DeepEP's kernels (formulas/deepep.json): a fixed time and each
+    accelerator's tokens sent `copies` times to the stage's others at the fitted share of the link."""
+    latency, efficiency, copies = wide
+    group = n.symbol * dp.symbol
+    return latency.symbol + exchange(group, copies * activations.symbol / n.symbol) / (efficiency.symbol * BW_ep.symbol)
+
+
+# DeepEP's low-latency (decode) kernels send a token once an expert; its high-throughput (prompt) kernels once a
+# destination accelerator: of e ranks holding k experts placed at random, e(1 - (1 - 1/e)^k) of them.
+_COPIES_AN_EXPERT = smaller(k_e.symbol, ep.symbol)
+_COPIES_A_RANK = ep.symbol * (1 - (1 - 1 / ep.symbol) ** k_e.symbol)
+
+
 def _shared(dense: sympy.Expr, routed: sympy.Expr) -> sympy.Expr:
     """One accelerator's part: its rank's 1/(n·p) of what is replicated, 1/(n·d·p) of the shared experts."""
     return _per(dense, n, pp) + _per(routed, n, dp, pp)
@@ -247,6 +290,7 @@ def _calibrated_slot(
     kernel: tuple[Sym, Sym, Sym, Sym | None],
     shares: tuple[Sym, Sym, Sym, Sym, Sym],
     imbalance: Sym,
+    wide: tuple[Sym, Sym, sympy.Expr],
     together: sympy.Expr = sympy.S.One,
 ) -> sympy.Expr:
     """One stage-slot at the fitted efficiencies, decode or prompt pass alike (the terms of formulas/calibrated.py).
@@ -268,7 +312,12 @@ def _calibrated_slot(
     return (
         stage * fixed.symbol
         + allreduces * over_link(ring_allreduce(n.symbol, activations.symbol), n.symbol, *link, BW_tp)
-        + 2 * L_a.symbol / pp.symbol * over_link(sent, n.symbol * dp.symbol, alpha_a2a, eta_a2a, BW_ep)
+        + L_a.symbol
+        / pp.symbol
+        * (
+            (1 - w_E.symbol) * 2 * over_link(sent, n.symbol * dp.symbol, alpha_a2a, eta_a2a, BW_ep)
+            + w_E.symbol * _wide_dispatch(activations, wide)
+        )
         + narrow.symbol / w_L.symbol * experts
         + cal.routed_experts(
             cal.L_x.symbol / pp.symbol,
@@ -413,6 +462,7 @@ layout_slot_time = formula(
         kernel=cal.DECODE_KERNEL,
         shares=(W_rg, F_g, cal.eta_g, K_g, A_g),
         imbalance=I_ep,
+        wide=(alpha_E, eta_E, _COPIES_AN_EXPERT),
     ),
     "The calibrated step (formulas/calibrated.py) over one accelerator's share of one slot: the stage's fixed "
     "layer time, its all-reduces and all-to-alls (latency and wire at the fitted link share), narrow experts, the "
@@ -467,6 +517,7 @@ layout_prefill_slot_time = formula(
         kernel=cal.PREFILL_KERNEL,
         shares=(W_pg, F_pg, cal.eta_p, K_pg, A_pg),
         imbalance=I_ep,
+        wide=(alpha_Ep, eta_Ep, _COPIES_A_RANK),
         together=d_p.symbol,
     ),
     "The calibrated prompt pass (formulas/calibrated.py) over one stage's share, as the decode slot.",

@@ -41,6 +41,7 @@ def values_at(model_name, layout, batch=1, context=4096, gpu="h100"):
             lay.ep: sympy.Integer(layout.ep),
             lay.s_kv: sympy.Integer(kv_shards(s, layout.tp)),
             lay.L_a: sympy.Integer(s.moe_layers if layout.ep > 1 or layout.dp > 1 else 0),
+            lay.w_E: sympy.Integer(int(layout.wide_ep and s.moe_layers > 0)),
             lay.d_p: sympy.Integer(1),
             lay.BW_tp: system.link(layout.tp),
             lay.BW_ep: system.link(layout.tp * layout.dp),
@@ -265,3 +266,54 @@ def test_the_search_splits_experts_inside_expert_groups():
     assert {Layout(1, 1, 1, 8), Layout(1, 2, 1, 8), Layout(1, 4, 1, 8), Layout(1, 8, 1, 8)} <= set(layouts)
     assert all((lt.tp * lt.dp) % lt.ep == 0 for lt in layouts)
     assert not [lt for lt in search(load_model("llama3-70b"), system_for(load_gpu("h100")), 8) if lt.ep > 1]
+
+
+def test_wide_expert_parallelism_runs_on_deepep_by_hand():
+    """DeepSeek-V3 on 8 B200s, dp8 ep8 (whole experts, one node, attention dp): each MoE layer's dispatch and
+    combine is DeepEP's, alpha_E + 7/8·min(k, e)·X_r/(eta_E·BW) in decode (X_r: one rank's tokens, 2 bytes a value
+    of 7,168) and alpha_Ep + 7/8·e(1 - (1 - 1/e)^k)·X_p/(eta_Ep·BW) in a prompt pass, with the fits of
+    formulas/deepep.json; with w_E = 0 the slot is the fused all-gather's again (dp8 etp2 ep4 is never wide)."""
+    from derive.calibration import deepep
+
+    layout = Layout(1, 8, 1, 8)
+    assert layout.wide_ep and not Layout(1, 4, 1, 8).wide_ep and not Layout(1, 4, 1, 4).wide_ep
+    values, lib = values_at("deepseek-v3", layout, batch=64, context=2048, gpu="b200")
+    assert values[lay.w_E] == 1
+    fit = deepep()["accelerators"]["b200"]
+    link = 900e9  # B200 NVLink 5, one way (datasheet 1.8 TB/s bidirectional)
+    tokens, layers = 64 / 8, 58  # a rank's sequences; DeepSeek-V3's MoE layers
+    decode = fit["decode"]["alpha_s"] + 7 / 8 * 8 * tokens * 7168 * 2 / (fit["decode"]["eta"] * link)
+    fused = {**values, lay.w_E: sympy.Integer(0)}
+    step, old = value(lay.t_sc, values, lib), value(lay.t_sc, fused, lib)
+    own = 2 * (float(values[lay.alpha_a2a]) + 7 / 8 * 8 * tokens * 7168 * 2 / (float(values[lay.eta_a2a]) * link))
+    assert float(step - old) == pytest.approx(layers * (decode - own), rel=1e-9)
+    prompt = {**values, sym.B: sympy.Integer(1)}
+    copies = 8 * (1 - (1 - 1 / 8) ** 8)  # 5.25 of the 8 ranks hold one of a token's 8 experts
+    prefill = fit["prefill"]["alpha_s"] + 7 / 8 * copies * 2048 * 7168 * 2 / (fit["prefill"]["eta"] * link)
+    fused_prompt = {**prompt, lay.w_E: sympy.Integer(0)}
+    own_prefill = 2 * (float(values[lay.alpha_a2a]) + 7 / 8 * 8 * 2048 * 7168 * 2 / (float(values[lay.eta_a2a]) * link))
+    delta = value(lay.t_pc, prompt, lib) - value(lay.t_pc, fused_prompt, lib)
+    assert float(delta) == pytest.approx(layers * (prefill - own_prefill), rel=1e-9)
+
+
+def test_deepep_fit_is_the_profiled_tables():
+    """formulas/deepep.json is what tools/fit_deepep.py makes of aiconfigurator's DeepEP tables (recomputed here),
+    not numbers typed by hand, and its decode fit is within 6% of them at the median on every accelerator."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from derive.calibration import deepep
+
+    root = Path(__file__).parents[1]
+    spec = importlib.util.spec_from_file_location("fit_deepep", root / "tools" / "fit_deepep.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    data = json.loads(tool.DATA.read_text())
+    for system, gpu in tool.GPUS.items():
+        fit = deepep()["accelerators"][gpu]
+        link = data["fits"][system]["ll"]["link_bandwidth_bytes_per_s"]
+        for phase, path in (("decode", "ll"), ("prefill", "ht")):
+            assert tool._fit(tool._rows(data["points"], system, path), link) == fit[phase], (gpu, phase)
+        assert fit["decode"]["median_rel_error"] < 0.06, gpu

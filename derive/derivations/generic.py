@@ -136,7 +136,7 @@ def layout_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
     --dp, or --set): eval and solve read the plan's own step. On a layout past tensor parallelism, a quantity that
     holds for tensor parallelism alone (it reads n but no layout degree: tpot, step_time, ...) is refused, naming
     the layout formula that holds there."""
-    from derive.layouts import shape
+    from derive.layouts import Layout, shape
     from derive.systems import system_for
     from formulas import layout as lay
 
@@ -178,6 +178,7 @@ def layout_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
         lay.dp: (dp, "no attention data parallelism"),
         lay.ep: (ep, "experts split like the MLP"),
         lay.L_a: (shape(setup.model).moe_layers if ep > 1 else 0, "MoE layers reached by all-to-all"),
+        lay.w_E: (int(Layout(tp, ep, pp, dp).wide_ep), "how the tokens travel (1: DeepEP, 0: the fused all-gather)"),
         lay.d_p: (1, "one request's prompt pass alone"),
         sym.k_e: (1, "a dense model: its all-to-all terms are zero"),
         sym.E: (1, "a dense model: no routed experts to balance"),

@@ -74,6 +74,9 @@ def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> N
     work.compute(work.library.get("kv_shards"))
     travel = layout.ep > 1 or layout.dp > 1
     work.given(lay.L_a, s.moe_layers if travel else 0, "MoE layers whose tokens travel to their experts")
+    wide = layout.wide_ep and s.moe_layers > 0
+    said = "whole experts over a node or more under attention dp: DeepEP" if wide else "the fused all-gather"
+    work.given(lay.w_E, 1 if wide else 0, f"how the tokens travel: {said}", inline=True)
     work.given(lay.d_p, 1, "one request's prompt pass alone", inline=True)
     if not model.config.is_moe:
         work.given(sym.k_e, 1, "a dense model: its all-to-all terms are zero (L_a = 0)", inline=True)

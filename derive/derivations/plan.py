@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sympy
 
-from derive.calibration import Calibration, alltoall, alltoall_values
+from derive.calibration import DEEPEP_BORROWED, Calibration, alltoall, alltoall_values, deepep, deepep_values
 from derive.catalog import Gpu
 from derive.core.errors import DeriveError
 from derive.core.evaluation import depends_on, evaluate
@@ -148,6 +148,10 @@ def _fitted(work: Work, setup: Setup, gpu: Gpu) -> Calibration | None:
     measured = alltoall()
     for symbol, value in alltoall_values().items():
         work.given(symbol, value, f"fitted to {measured['source'].split(':')[0]}")
+    wide = deepep()
+    said = "fitted" if gpu.name in wide["accelerators"] else f"borrowed from {DEEPEP_BORROWED}'s fit"
+    for symbol, value in deepep_values(gpu).items():
+        work.given(symbol, value, f"{said} to aiconfigurator 0.12's DeepEP tables (formulas/deepep.json)")
     return fit
 
 
