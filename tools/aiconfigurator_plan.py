@@ -179,6 +179,23 @@ def _enum_name(v):
     return getattr(v, "name", v)
 
 
+def per_layout(task, raw, total_gpus: int, tpot: float, ttft: float):
+    """Each layout the agg search enumerates: its tuple (tp, pp, dp, moe_tp, moe_ep, cp), the mask of its sweep
+    rows in `raw`, and the tokens/s/gpu_cluster of those rows meeting both targets (index kept, for their bs)."""
+    cluster = raw["tokens/s/gpu"] * (total_gpus // raw["num_total_gpus"]) * raw["num_total_gpus"] / total_gpus
+    ok = (raw["tpot"] <= tpot) & (raw["ttft"] <= ttft)
+    for p in task.iter_parallel("agg"):
+        tp_, pp_, dp_, mtp_, mep_, _cp = p
+        sel = (
+            (raw["tp"] == tp_)
+            & (raw["pp"] == pp_)
+            & (raw["dp"] == dp_)
+            & (raw["moe_tp"] == mtp_)
+            & (raw["moe_ep"] == mep_)
+        )
+        yield p, sel, cluster[sel & ok]
+
+
 def run_case(
     case_id,
     hf_id,
@@ -278,19 +295,8 @@ def run_case(
     # Per enumerated layout: how many sweep points survived (any TPOT cap, TTFT target) and its best
     # tokens/s/gpu_cluster under the TPOT target.  A layout with no points did not fit in memory, met
     # no cap within the TTFT target, or raised inside the sweep (aiconfigurator skips those silently).
-    cluster = raw["tokens/s/gpu"] * (total_gpus // raw["num_total_gpus"]) * raw["num_total_gpus"] / total_gpus
-    ok = (raw["tpot"] <= tpot) & (raw["ttft"] <= ttft)
     layouts = []
-    for p in task.iter_parallel("agg"):
-        tp_, pp_, dp_, mtp_, mep_, _cp = p
-        sel = (
-            (raw["tp"] == tp_)
-            & (raw["pp"] == pp_)
-            & (raw["dp"] == dp_)
-            & (raw["moe_tp"] == mtp_)
-            & (raw["moe_ep"] == mep_)
-        )
-        good = cluster[sel & ok]
+    for (tp_, pp_, dp_, mtp_, mep_, _cp), sel, good in per_layout(task, raw, total_gpus, tpot, ttft):
         layouts.append(
             {
                 "parallel": f"tp{tp_}pp{pp_}dp{dp_}etp{mtp_}ep{mep_}",
