@@ -117,6 +117,13 @@ t_xpf = define(
     r"t_{x,p,f}",
     "fixed time a MoE layer's routed-expert kernel adds to a dense layer's in the prompt pass, fit's own format",
 )
+t_xEf = define(
+    "moe_expert_fixed_time",
+    "t_xEf",
+    "second",
+    r"t_{x,E,f}",
+    "fixed time a decode step's MoE kernel spends on each routed expert a rank holds, fit's own expert format",
+)
 eta_xf = define(
     "expert_stream_efficiency",
     "eta_xf",
@@ -175,6 +182,13 @@ t_xp4 = define(
     r"t_{x,p,mx}",
     "fixed time a MoE layer's routed-expert kernel adds to a dense layer's in the prompt pass, experts in MXFP4",
 )
+t_xE4 = define(
+    "mxfp4_moe_expert_fixed_time",
+    "t_xE4",
+    "second",
+    r"t_{x,E,mx}",
+    "fixed time a decode step's MoE kernel spends on each routed expert a rank holds, experts in MXFP4",
+)
 eta_x4 = define(
     "mxfp4_expert_stream_efficiency",
     "eta_x4",
@@ -207,6 +221,7 @@ I_xp4 = define(
 # What a model's routed experts run at: the fit's format, or the one its checkpoint ships them in (below, and
 # derive/architecture/build.py for a model that has one).
 L_x = define("routed_expert_layers", "L_x", "", r"L_{x}", "layers whose routed experts run a MoE kernel")
+E_x = define("routed_experts_per_layer", "E_x", "", r"E_{x}", "routed experts a MoE layer's kernel iterates over")
 k_x = define(
     "routed_copies_per_token",
     "k_x",
@@ -227,6 +242,13 @@ t_xp = define(
     "second",
     r"t_{x,p}",
     "fixed time a MoE layer's routed-expert kernel adds to a dense layer's in the prompt pass, in the experts' format",
+)
+t_xE = define(
+    "routed_expert_fixed_time",
+    "t_xEk",
+    "second",
+    r"t_{x,E}",
+    "fixed time a decode step's MoE kernel spends on each routed expert a rank holds, in the experts' format",
 )
 eta_x = define(
     "routed_stream_efficiency",
@@ -259,10 +281,10 @@ I_xp = define(
 # The expert formats a checkpoint may ship (derive/architecture/reader.py's expert_format) -> the fitted values
 # its routed experts take in place of the fit's own format's.
 EXPERT_FORMATS = {
-    "mxfp4": {t_x: t_x4, t_xp: t_xp4, eta_x: eta_x4, eta_xg: eta_xg4, eta_xp: eta_xp4, I_xp: I_xp4},
+    "mxfp4": {t_x: t_x4, t_xE: t_xE4, t_xp: t_xp4, eta_x: eta_x4, eta_xg: eta_xg4, eta_xp: eta_xp4, I_xp: I_xp4},
 }
 # The fit's own format's, for every model whose checkpoint does not ship its experts in a format of their own.
-OWN_FORMAT = {t_x: t_xf, t_xp: t_xpf, eta_x: eta_xf, eta_xg: eta_xgf, eta_xp: eta_xpf, I_xp: I_xpf}
+OWN_FORMAT = {t_x: t_xf, t_xE: t_xEf, t_xp: t_xpf, eta_x: eta_xf, eta_xg: eta_xgf, eta_xp: eta_xpf, I_xp: I_xpf}
 
 # What a model's routed experts are: zero for a dense model (derive/architecture/build.py sums a MoE's).
 W_x = define(
@@ -419,18 +441,22 @@ def _allreduce(tokens: sympy.Expr, latency: Sym, efficiency: Sym) -> sympy.Expr:
 
 def routed_experts(
     layers: sympy.Expr,
-    kernel: tuple[Sym, Sym, Sym, Sym | None],
+    kernel: tuple[Sym, Sym | None, Sym, Sym, Sym | None],
     expert_bytes: sympy.Expr,
     expert_flops: sympy.Expr,
     routed_activations: sympy.Expr,
+    experts: sympy.Expr,
 ) -> sympy.Expr:
-    """A MoE kernel over `layers` layers, its `kernel` (DECODE_KERNEL or PREFILL_KERNEL): each layer a fixed time and
-    its passes over the `routed_activations` bytes; then the touched `expert_bytes` streamed, or the `expert_flops`
-    and the padding's FLOPs a byte of them computed, whichever is longer (formulas/layout.py prices a slot so too)."""
-    fixed, passes, gemm, padding = kernel
+    """A MoE kernel over `layers` layers, its `kernel` (DECODE_KERNEL or PREFILL_KERNEL): each layer a fixed time, a
+    fixed time for each of the rank's `experts` (decode), and its passes over the `routed_activations` bytes; then the
+    touched `expert_bytes` streamed, or the `expert_flops` and the padding's FLOPs a byte of them computed, whichever
+    is longer (formulas/layout.py prices a slot so too)."""
+    fixed, per_expert, passes, gemm, padding = kernel
     streaming = expert_bytes / (eta_x.symbol * BW.symbol)
     padded = expert_flops + (padding.symbol * expert_bytes if padding is not None else 0)
     per_layer = fixed.symbol + passes.symbol * routed_activations / BW.symbol
+    if per_expert is not None:
+        per_layer += per_expert.symbol * experts
     return layers * per_layer + larger(streaming, padded / (gemm.symbol * P.symbol))
 
 
@@ -483,9 +509,11 @@ no_routed_prefill_bytes = formula(W_xp, sympy.Integer(0), "A dense model has no 
 no_routed_flops = formula(F_x, sympy.Integer(0), "A dense model has no routed experts.")
 no_routed_layers = formula(L_x, sympy.Integer(0), "A dense model has no routed experts.")
 no_routed_copies = formula(k_x, sympy.Integer(0), "A dense model has no routed experts.")
+no_routed_experts = formula(E_x, sympy.Integer(0), "A dense model has no routed experts.")
 _OWN = "Routed experts stored in the weights' own format run the fit's MoE kernel (tools/calibrate.py)."
 own_format_layer_time = formula(t_x, t_xf.symbol, _OWN)
 own_format_prefill_layer_time = formula(t_xp, t_xpf.symbol, _OWN)
+own_format_expert_time = formula(t_xE, t_xEf.symbol, _OWN)
 own_format_stream_efficiency = formula(eta_x, eta_xf.symbol, _OWN)
 own_format_decode_gemm_efficiency = formula(eta_xg, eta_xgf.symbol, _OWN)
 own_format_prefill_gemm_efficiency = formula(eta_xp, eta_xpf.symbol, _OWN)
@@ -509,9 +537,10 @@ _ROUTED = (
     "per accelerator and format to aiconfigurator 0.12's MoE tables (tools/calibrate.py), the fixed time less what "
     "a dense layer's t_L already counts. Zero for a dense model."
 )
-# The decode step's kernel and the prompt pass's: fixed time, activation passes, FLOP share, padding (none at decode).
-DECODE_KERNEL = (t_x, m_x, eta_xg, None)
-PREFILL_KERNEL = (t_xp, m_xp, eta_xp, I_xp)
+# The decode step's kernel and the prompt pass's: fixed time, fixed time an expert (a decode step's few rows an
+# expert; in a prompt pass it is part of the padding), activation passes, FLOP share, padding (none at decode).
+DECODE_KERNEL = (t_x, t_xE, m_x, eta_xg, None)
+PREFILL_KERNEL = (t_xp, None, m_xp, eta_xp, I_xp)
 
 
 def _routed_activations(tokens: sympy.Expr) -> sympy.Expr:
@@ -519,10 +548,17 @@ def _routed_activations(tokens: sympy.Expr) -> sympy.Expr:
     return tokens * k_x.symbol * v_d.symbol * b_a.symbol
 
 
-def _routed_on_one_node(kernel: tuple[Sym, Sym, Sym, Sym | None], expert_bytes: Sym, tokens: sympy.Expr) -> sympy.Expr:
+def _routed_on_one_node(
+    kernel: tuple[Sym, Sym | None, Sym, Sym, Sym | None], expert_bytes: Sym, tokens: sympy.Expr
+) -> sympy.Expr:
     """The routed experts' kernel for `tokens` on n accelerators splitting every expert (no expert parallelism)."""
     return routed_experts(
-        L_x.symbol, kernel, expert_bytes.symbol / n.symbol, tokens * F_x.symbol / n.symbol, _routed_activations(tokens)
+        L_x.symbol,
+        kernel,
+        expert_bytes.symbol / n.symbol,
+        tokens * F_x.symbol / n.symbol,
+        _routed_activations(tokens),
+        E_x.symbol,
     )
 
 

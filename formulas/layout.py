@@ -287,7 +287,7 @@ def _calibrated_slot(
     link: tuple[Sym, Sym],
     narrow: Sym,
     routed: Sym,
-    kernel: tuple[Sym, Sym, Sym, Sym | None],
+    kernel: tuple[Sym, Sym | None, Sym, Sym, Sym | None],
     shares: tuple[Sym, Sym, Sym, Sym, Sym],
     imbalance: Sym,
     wide: tuple[Sym, Sym, sympy.Expr],
@@ -325,6 +325,7 @@ def _calibrated_slot(
             routed_bytes,
             busiest_experts,
             imbalance.symbol * tokens * cal.k_x.symbol * v_d.symbol * b_a.symbol / ep.symbol,
+            cal.E_x.symbol / ep.symbol,
         )
         + larger(
             (weights.symbol - routed_bytes) / (cal.eta_w.symbol * BW.symbol),

@@ -178,3 +178,23 @@ def test_the_routed_expert_term_is_zero_for_a_dense_model_and_the_step_its_old_f
     }
     for formula, form in old.items():
         assert sympy.simplify(formula.expr.subs(dense) - form) == 0, formula.defines.key
+
+
+def test_the_moe_kernel_spends_a_fixed_time_on_each_expert_a_rank_holds():
+    """aiconfigurator's fp8-block MoE tables cost a decode layer more the more experts a rank holds, whatever the
+    tokens (tools/calibrate.py fits t_xE to them: about 0.19 µs an expert on H200). DeepSeek-V3 on 8 H200s (tp8, every
+    expert split over all eight, so each holds all 256): its 58 MoE layers add 58·256·t_xE to the routed-expert
+    kernel; with t_xE = 0 the kernel is the old one."""
+    from derive.catalog import load_model
+    from derive.core.evaluation import evaluate
+    from derive.sweeps import predictor_inputs
+    from formulas import notation as sym
+
+    values, lib = predictor_inputs(load_model("deepseek-v3"), load_gpu("h200"), "fp8-block")
+    values.update({sym.B: sympy.Integer(16), sym.S: sympy.Integer(2048), sym.n: sympy.Integer(8)})
+    per_expert = float(values[cal.t_xEf])
+    assert 1e-7 < per_expert < 5e-7  # seconds an expert a layer
+    with_it = evaluate(cal.t_X.symbol, dict(values), lib)
+    without = evaluate(cal.t_X.symbol, {**values, cal.t_xEf: sympy.Integer(0)}, lib)
+    assert float(with_it - without) == pytest.approx(58 * 256 * per_expert, rel=1e-9)
+    assert float(calibration(load_gpu("h200"), "bf16").values[cal.t_xEf]) < 1e-8  # bf16's kernel has next to none

@@ -215,14 +215,17 @@ def kernel_features(table: profiled.MoeTable) -> np.ndarray:
     compute = 2 * table.tokens * table.topk * table.params / table.ep * _imbalance(table) / peak
     narrow = np.maximum(stream, compute) / (table.inter / table.tp)
     routed = table.tokens * table.topk * table.hidden * ACTIVATION_BYTES * _imbalance(table) / table.ep
-    return np.stack([np.ones_like(stream), stream, compute, narrow, touched_bytes / peak, routed / bandwidth], axis=1)
+    experts = np.full_like(stream, table.experts / table.ep)  # the experts one rank holds
+    return np.stack(
+        [np.ones_like(stream), stream, compute, narrow, touched_bytes / peak, routed / bandwidth, experts], axis=1
+    )
 
 
 # The kernel's terms as tools/calibrate.py fits them, a column each: a fixed time, 1/stream share x streaming,
 # 1/FLOP share x computing and padding intensity/FLOP share x the padding's unit (the longer of streaming and those
-# two), narrow width x the roofline over the width, activation passes x one pass (formulas/calibrated.py
-# routed_experts and narrow_expert_time).
-KERNEL_TERMS = ("fixed", "stream", "gemm", "narrow", "padding", "routed")
+# two), narrow width x the roofline over the width, activation passes x one pass, a fixed time an expert x the
+# experts a rank holds (formulas/calibrated.py routed_experts and narrow_expert_time).
+KERNEL_TERMS = ("fixed", "stream", "gemm", "narrow", "padding", "routed", "experts")
 # A kernel's constants every expert format shares (a precision's fit holds one of each), by pass.
 SHARED = (("decode", cal.w_0, cal.m_x), ("prefill", cal.w_0p, cal.m_xp))
 SHARED_SYMBOLS = tuple(s for _, *pair in SHARED for s in pair)
@@ -234,12 +237,12 @@ def _kernel_fit(rows: list[tuple[np.ndarray, np.ndarray]], held: dict[int, float
     basis = np.concatenate([features for features, _ in rows])
     latency = np.concatenate([y for _, y in rows])
     weights = np.concatenate([np.full(len(y), 1 / np.sqrt(len(y))) for _, y in rows])
-    lower = np.array([0.0, 1.0, 1.0, 0.0, 0.0, 0.0])
+    lower = np.array([0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
 
     def active(theta: np.ndarray) -> np.ndarray:
         streams = basis[:, 1] * theta[1] >= basis[:, 2] * theta[2] + basis[:, 4] * theta[4]
         every = np.ones_like(streams)
-        return np.stack([every, streams, ~streams, every, ~streams, every], axis=1)
+        return np.stack([every, streams, ~streams, every, ~streams, every, every], axis=1)
 
     return _alternating_fit(basis, latency, weights, lower, held, active, ROUNDS * 4)
 
@@ -247,7 +250,8 @@ def _kernel_fit(rows: list[tuple[np.ndarray, np.ndarray]], held: dict[int, float
 def _kernel_error(rows: list[tuple[np.ndarray, np.ndarray]], theta: np.ndarray) -> dict[str, float]:
     def predict(b: np.ndarray) -> np.ndarray:
         computing = theta[2] * b[:, 2] + theta[4] * b[:, 4]
-        return theta[0] + np.maximum(theta[1] * b[:, 1], computing) + theta[3] * b[:, 3] + theta[5] * b[:, 5]
+        fixed = theta[0] + theta[6] * b[:, 6]
+        return fixed + np.maximum(theta[1] * b[:, 1], computing) + theta[3] * b[:, 3] + theta[5] * b[:, 5]
 
     relative = np.concatenate([np.abs(predict(b) / y - 1) for b, y in rows])
     return {
@@ -273,9 +277,10 @@ def fit_kernel(tables: list[profiled.MoeTable], shared: dict[str, float] | None 
                 passes[name].append((features[mask], table.latency[mask]))
     held = {name: {} if shared is None else {3: shared[w.key], 5: shared[m.key]} for name, w, m in SHARED}
     decode = _kernel_fit(passes["decode"], {4: 0.0} | held["decode"])
-    prefill = _kernel_fit(passes["prefill"], {1: decode[1]} | held["prefill"])
+    prefill = _kernel_fit(passes["prefill"], {1: decode[1], 6: 0.0} | held["prefill"])
     values = {
         cal.t_x: decode[0],
+        cal.t_xE: decode[6],
         cal.t_xp: prefill[0],
         cal.eta_x: 1 / decode[1],
         cal.eta_xg: 1 / decode[2],

@@ -456,6 +456,7 @@ def _expert_reads(arch: Architecture, L_e: sympy.Symbol) -> tuple[Formula, ...]:
     out.append(Formula(cal.w_x, n.d_e.symbol / n.n.symbol, "Tensor parallelism splits each expert's intermediate."))
     out.append(Formula(cal.L_x, L_e, "Every MoE layer runs its routed experts' kernel."))
     out.append(Formula(cal.k_x, n.k_e.symbol, "Each token's activation goes to its top-k experts."))
+    out.append(Formula(cal.E_x, n.E.symbol, "The kernel iterates over the layer's routed experts."))
     for routed, fitted in cal.EXPERT_FORMATS.get(arch.expert_format, {}).items():
         why = f"The checkpoint ships its routed experts in {arch.expert_format}: they run that format's MoE kernel."
         out.append(Formula(routed, fitted.symbol, why))
