@@ -21,8 +21,9 @@ from derive import scenario
 from derive.catalog import load_gpu, load_model
 from derive.derivations.costs import predict
 from derive.layouts import Layout, problem, shape
-from derive.planning import Targets, compile_plan, layout_inputs
+from derive.planning import INPUTS, Targets, compile_plan, layout_inputs
 from derive.systems import system_for
+from formulas import layout as lay
 
 # Dense MHA, GQA, MoE, MLA (DeepSeek-V2-Lite-sized through DeepSeek-V3's family is too large for 4 accelerators, so
 # Kimi's sibling is left to test_layout), windowed, two hybrids (linear attention; Mamba), and a family added by
@@ -217,7 +218,8 @@ LAYOUTS = [
 
 @pytest.mark.parametrize(("model_name", "gpu_name", "layout"), LAYOUTS, ids=[f"{m}-{g}-{lt}" for m, g, lt in LAYOUTS])
 def test_predict_on_a_layout_is_the_plans_step(model_name, gpu_name, layout):
-    """`derive predict --ep --pp --dp` evaluates the plan's layout formulas: the same step at the same micro-batch."""
+    """`derive predict --ep --pp --dp` evaluates the plan's layout formulas: the same step at the same micro-batch,
+    and the prompt pass of its prompts spread over the attention ranks, every rank's at once (d_p = d)."""
     dtype = "fp8" if model_name == "deepseek-v3" else "bf16"
     r = derive.predict(
         model_name,
@@ -232,10 +234,16 @@ def test_predict_on_a_layout_is_the_plans_step(model_name, gpu_name, layout):
         output=OUTPUT,
     ).results
     base = layout_inputs(load_model(model_name), [layout], system_for(load_gpu(gpu_name)))
+    prompts = list(base)
+    prompts[INPUTS.index(lay.d_p)] = np.array([float(layout.dp)])
+    per_rank = -(-BATCH // layout.dp)
     for floor, suffix in ((True, "_floor"), (False, "")):
         compiled = _compiled(model_name, gpu_name, floor)
-        for name, fn in (("tpot", compiled.step), ("ttft", compiled.ttft)):
-            planned = float(np.ravel(fn(*base, np.array([0.0]), float(BATCH)))[0])
+        for name, fn, inputs, batch in (
+            ("tpot", compiled.step, base, BATCH),
+            ("ttft", compiled.ttft, prompts, per_rank),
+        ):
+            planned = float(np.ravel(fn(*inputs, np.array([0.0]), float(batch)))[0])
             assert float(r[name + suffix].to("second").magnitude) == pytest.approx(planned, rel=1e-5), name + suffix
     assert float(r["sequences"].magnitude) == layout.pp * BATCH
 

@@ -189,10 +189,15 @@ def predict_on_layout(setup: Setup) -> Sheet:
     work.sheet.inputs.update({"prompt": setup.prompt, "output": setup.output, "floor": setup.floor})
     fit = _fitted(work, setup, gpu)
     work.heading("Prompt pass of the micro-batch")
+    if layout.dp > 1:  # each attention rank prefills its share, all ranks at once through the shared experts
+        work.given(sym.B, -(-setup.batch // layout.dp), "the micro-batch's prompts on each attention rank")
+        work.given(lay.d_p, layout.dp, "attention ranks prefilling at once, their tokens sharing the experts")
     weight_reads(work, setup, prefill=True)
     for name in _PREFILL if fit else _PREFILL[:6]:
         result = {"layout_ttft_floor": "ttft_floor", "layout_ttft": "ttft"}.get(name)
         work.compute(work.library.get(name), result)
+    if layout.dp > 1:
+        work.given(sym.B, setup.batch, "--batch again: the decode step's micro-batch, spread over the ranks")
     work.heading("Decode (at the mean context, prompt plus half the output)")
     drafted = bool(setup.speculation)
     if drafted:  # the pass checks each sequence's k drafts: tau_v tokens through the weights
