@@ -143,8 +143,8 @@ class Compiled:
 
 
 # The step's terms by name, each one accelerator's time in one slot at full speed (formulas/layout.py): the floor's,
-# and the busiest expert rank's extra FLOPs, which only the calibrated estimate adds. What a layout spends per output
-# token on each, p slots a step over B_L·tau tokens on N_L accelerators, says why it wins.
+# and what only the calibrated estimate adds: the busiest expert rank's extra FLOPs, DeepEP's fixed latency. What a
+# layout spends per output token on each, p slots a step over B_L·tau tokens on N_L accelerators, says why it wins.
 STEP_TERMS = {
     "weights per rank": lay.W_rg.symbol / sym.BW.symbol,
     "KV cache per rank": lay.K_g.symbol / sym.BW.symbol,
@@ -158,7 +158,10 @@ STEP_TERMS = {
     * cal.F_x.symbol
     / (sym.n.symbol * lay.dp.symbol * lay.pp.symbol * sym.P.symbol),
     "pipeline sends": (lay.pp.symbol - 1) * lay.Y_pp.symbol / (lay.pp.symbol * lay.BW_pp.symbol),
+    # DeepEP's fixed time a MoE layer, on wide expert parallelism (formulas/layout.py's w_E; the estimate's only).
+    "DeepEP latency": lay.w_E.symbol * lay.L_a.symbol * lay.alpha_E.symbol / lay.pp.symbol,
 }
+ESTIMATE_TERMS = ("expert imbalance", "DeepEP latency")  # what the estimate adds to the floor's terms
 
 
 def compile_plan(model: Model, gpu: Gpu, dtype: str, targets: Targets, floor: bool) -> Compiled:
@@ -657,8 +660,8 @@ def _step_terms(chosen: Row, other: Row) -> str:
     )
     if not parts:
         return ""
-    skewed = any(row.terms.get("expert imbalance") for row in (chosen, other))
-    kinds = " (the floor's, and the expert imbalance the estimate adds)" if skewed else ""
+    added = [name for name in ESTIMATE_TERMS if any(row.terms.get(name) for row in (chosen, other))]
+    kinds = f" (the floor's, and the {' and '.join(added)} the estimate adds)" if added else ""
     return (
         f"; of the step's terms at full speed{kinds}, in accelerator-time per output token, the pick "
         + " and ".join(parts)

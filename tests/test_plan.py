@@ -276,6 +276,23 @@ def test_the_step_terms_of_why_by_hand():
     assert terms["pick"] < terms["runner_up"]
 
 
+def test_why_names_deepeps_latency_when_whole_experts_lose():
+    """DeepSeek-V3 in FP8 on B200 at 50 ms: dp8 with experts split 2 ways in 4 groups beats dp8 with whole experts
+    (aiconfigurator's own best, benchmarks/plan_scenarios.py), and what separates them is DeepEP's fixed time a MoE
+    layer, which only the whole experts' dispatch pays (formulas/deepep.json): 58 layers x alpha_E a slot."""
+    from derive.calibration import deepep
+    from derive.planning import runner_up
+
+    p = derive.plan("deepseek-v3", "b200", dtype="fp8", tpot="50 ms")
+    chosen, other = p.pick, runner_up(p.rows, p.pick)
+    assert (chosen.layout.ep, chosen.layout.dp, other.layout.ep, other.layout.dp) == (4, 8, 8, 8)
+    assert other.layout.wide_ep and not chosen.layout.wide_ep and chosen.terms["DeepEP latency"] == 0
+    slot = 58 * deepep()["accelerators"]["b200"]["decode"]["alpha_s"]
+    per_token = slot * other.layout.accelerators / other.sequences  # one slot a step, N_L accelerators, B_L tokens
+    assert other.terms["DeepEP latency"] == pytest.approx(per_token, rel=1e-9)
+    assert "saves most on DeepEP latency" in p.summary()
+
+
 def test_what_decides_is_an_advantage_of_the_pick():
     """A factor against the pick is overcome, not decisive: Qwen3.5-35B-A3B at 50 ms and 5 req/s picks a layout
     holding a third of the runner-up's sequences per accelerator (memory-bound), and wins on the rest; the
