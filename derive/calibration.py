@@ -190,13 +190,31 @@ def deepep_values(gpu: Gpu) -> dict[Any, sympy.Expr]:
     }
 
 
+# TensorRT-LLM on Blackwell (sm 100) gathers the tokens for FP8 and FP8-block experts in FP8, and sums them back in
+# bf16 (aiconfigurator 0.12's MoEDispatch, benchmarks/data/aiconfigurator-0.12-fused-dispatch.json 'how_costed');
+# on Hopper both go in bf16.
+FP8_DISPATCH_ARCHITECTURES = frozenset({"blackwell"})
+
+
+def dispatch_share(gpu: Gpu, dtype: str) -> sympy.Rational:
+    """formulas/layout.py's r_dq: the dispatch's bytes over the combine's on this accelerator and weight recipe."""
+    from derive.recipes import recipes
+
+    recipe = recipes().get(dtype.lower())
+    fp8 = recipe is not None and recipe.gemm == "fp8" and recipe.activations == "fp8"
+    return sympy.Rational(1, 2) if fp8 and gpu.architecture in FP8_DISPATCH_ARCHITECTURES else sympy.Integer(1)
+
+
 def predictor_values(gpu: Gpu, dtype: str, fitted: bool = True) -> dict[Any, sympy.Expr]:
     """Every value the calibrated terms need beyond the model's: the fit (unless not `fitted`), activations, link."""
+    from formulas import layout as lay
+
     values: dict[Any, sympy.Expr] = dict(calibration(gpu, dtype).values) if fitted else {}
     if fitted:
         values.update(alltoall_values())
         values.update(deepep_values(gpu))
     values[sh.b_a] = sympy.Integer(ACTIVATION_BYTES)
+    values[lay.r_dq] = dispatch_share(gpu, dtype)
     values[cal.m_ar] = sympy.Integer(ALLREDUCES_PER_LAYER)
     # A GPU without a link in the catalog runs on one accelerator only (the predictor refuses --tp > 1);
     # the wire term is then multiplied by Min(n - 1, 1) = 0, and any positive bandwidth stands in.

@@ -70,6 +70,7 @@ class Gpu:
     notes: str = ""
     source: str = ""
     overridden: tuple[str, ...] = field(default=())
+    architecture: str = ""  # hopper, blackwell, ...: what engines choose kernels by
 
     def peak(self, dtype: str) -> tuple[sympy.Rational, str]:
         """Peak FLOP/s for matmuls in `dtype`, and a note on which figure was used."""
@@ -211,4 +212,5 @@ def load_gpu(name: str) -> Gpu:
         link_note=entry.get("link_note", ""),
         notes=entry.get("notes", ""),
         source=entry.get("source", ""),
+        architecture=entry.get("architecture", ""),
     )

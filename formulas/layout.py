@@ -95,6 +95,13 @@ w_E = define(
     r"w_{E}",
     "1 where the dispatch runs DeepEP's kernels (whole experts over a node or more under attention dp), else 0",
 )
+r_dq = define(
+    "dispatch_byte_share",
+    "r_dq",
+    "",
+    r"r_{dq}",
+    "bytes a token's dispatch sends over the combine's (1/2 where the dispatch goes in FP8 and the combine in bf16)",
+)
 alpha_E = define(
     "deepep_latency",
     "alpha_E",
@@ -315,7 +322,11 @@ def _calibrated_slot(
         + L_a.symbol
         / pp.symbol
         * (
-            (1 - w_E.symbol) * 2 * over_link(sent, n.symbol * dp.symbol, alpha_a2a, eta_a2a, BW_ep)
+            (1 - w_E.symbol)
+            * (
+                over_link(r_dq.symbol * sent, n.symbol * dp.symbol, alpha_a2a, eta_a2a, BW_ep)
+                + over_link(sent, n.symbol * dp.symbol, alpha_a2a, eta_a2a, BW_ep)
+            )
             + w_E.symbol * _wide_dispatch(activations, wide)
         )
         + narrow.symbol / w_L.symbol * experts
@@ -392,12 +403,13 @@ tp_sent_bytes = formula(
 )
 ep_sent_bytes = formula(
     Y_ep,
-    2 * L_a.symbol / pp.symbol * _dispatched(X_r),
+    (1 + r_dq.symbol) * L_a.symbol / pp.symbol * _dispatched(X_r),
     "Dispatch and combine: each token sends k copies of its activation to the expert groups holding its experts, "
     "each copy to all n·d/e accelerators of its group, at most once to each of the stage's n·d (with e = 1 every "
     "accelerator holds a slice of every expert: an all-gather of the tokens, as aiconfigurator 0.12 costs MoE under "
     "attention data parallelism inside a node, formulas/alltoall.json). They come back summed; the n accelerators "
-    "of a rank split its tokens (DeepSeek-V3, sec. 3.4; TensorRT-LLM's moe_tp x moe_ep).",
+    "of a rank split its tokens (DeepSeek-V3, sec. 3.4; TensorRT-LLM's moe_tp x moe_ep). The dispatch sends r_dq "
+    "of the combine's bytes: half where TensorRT-LLM gathers FP8 experts' inputs in FP8 (Blackwell).",
 )
 pp_sent_bytes = formula(
     Y_pp,

@@ -317,3 +317,23 @@ def test_deepep_fit_is_the_profiled_tables():
         for phase, path in (("decode", "ll"), ("prefill", "ht")):
             assert tool._fit(tool._rows(data["points"], system, path), link) == fit[phase], (gpu, phase)
         assert fit["decode"]["median_rel_error"] < 0.06, gpu
+
+
+def test_blackwell_gathers_fp8_experts_inputs_in_fp8():
+    """On Blackwell, TensorRT-LLM's fused MoE dispatch gathers FP8 and FP8-block experts' inputs in FP8 and sums the
+    outputs back in bf16 (aiconfigurator 0.12's MoEDispatch on sm 100); on Hopper, and for bf16 experts, both go in
+    bf16. Qwen3-30B-A3B on 8 B200s, dp8 etp8 (ep = 1): the all-gather sends half the bytes, so the slot is
+    48·(7/8·8·X_r/2)/(eta_a2a·900 GB/s) shorter than with r_dq = 1, and the floor's bytes are 3/4 of bf16's."""
+    from derive.calibration import dispatch_share
+
+    b200, h200 = load_gpu("b200"), load_gpu("h200")
+    assert dispatch_share(b200, "fp8-block") == sympy.Rational(1, 2) == dispatch_share(b200, "fp8")
+    assert dispatch_share(h200, "fp8-block") == 1 and dispatch_share(b200, "bf16") == 1
+    values, lib = values_at("qwen3-30b-a3b", Layout(1, 1, 1, 8), batch=64, context=2048, gpu="b200")
+    values[lay.r_dq] = sympy.Rational(1, 2)
+    bf16 = {**values, lay.r_dq: sympy.Integer(1)}
+    rank_bytes = 64 / 8 * 2048 * 2  # a rank's tokens, d = 2,048 bf16 values each
+    sent = 7 / 8 * 8 * rank_bytes  # an all-gather: every accelerator's tokens to the 7 others
+    saved = 48 * (sent / 2) / (float(values[lay.eta_a2a]) * 900e9)
+    assert float(value(lay.t_sc, bf16, lib) - value(lay.t_sc, values, lib)) == pytest.approx(saved, rel=1e-9)
+    assert float(value(lay.Y_ep, values, lib) / value(lay.Y_ep, bf16, lib)) == pytest.approx(0.75, rel=1e-12)

@@ -136,6 +136,7 @@ def layout_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
     --dp, or --set): eval and solve read the plan's own step. On a layout past tensor parallelism, a quantity that
     holds for tensor parallelism alone (it reads n but no layout degree: tpot, step_time, ...) is refused, naming
     the layout formula that holds there."""
+    from derive.calibration import dispatch_share
     from derive.layouts import Layout, shape
     from derive.systems import system_for
     from formulas import layout as lay
@@ -179,6 +180,7 @@ def layout_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
         lay.ep: (ep, "experts split like the MLP"),
         lay.L_a: (shape(setup.model).moe_layers if ep > 1 else 0, "MoE layers reached by all-to-all"),
         lay.w_E: (int(Layout(tp, ep, pp, dp).wide_ep), "how the tokens travel (1: DeepEP, 0: the fused all-gather)"),
+        lay.r_dq: (dispatch_share(setup.gpu, setup.dtype), "the dispatch's bytes over the combine's"),
         lay.d_p: (1, "one request's prompt pass alone"),
         sym.k_e: (1, "a dense model: its all-to-all terms are zero"),
         sym.E: (1, "a dense model: no routed experts to balance"),

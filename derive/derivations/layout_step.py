@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sympy
 
+from derive.calibration import dispatch_share
 from derive.catalog import Gpu
 from derive.core.errors import DeriveError
 from derive.core.sheet import Work
@@ -77,6 +78,9 @@ def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> N
     wide = layout.wide_ep and s.moe_layers > 0
     said = "whole experts over a node or more under attention dp: DeepEP" if wide else "the fused all-gather"
     work.given(lay.w_E, 1 if wide else 0, f"how the tokens travel: {said}", inline=True)
+    share = dispatch_share(setup.gpu, setup.dtype) if setup.gpu is not None else 1
+    why = "the tokens gathered in FP8, summed back in bf16" if share < 1 else "dispatch and combine in bf16"
+    work.given(lay.r_dq, share, why, inline=True)
     work.given(lay.d_p, 1, "one request's prompt pass alone", inline=True)
     if not model.config.is_moe:
         work.given(sym.k_e, 1, "a dense model: its all-to-all terms are zero (L_a = 0)", inline=True)
