@@ -43,6 +43,7 @@ INPUTS = (
     lay.s_kv,
     lay.L_a,
     lay.w_E,
+    lay.x_E,
     lay.BW_tp,
     lay.BW_ep,
     lay.BW_pp,
@@ -312,6 +313,7 @@ def layout_inputs(model: Model, layouts: list[Layout], system: System) -> list[n
             kv_shards(s, lt.tp),
             s.moe_layers if lt.ep > 1 or lt.dp > 1 else 0,  # tokens travel to the experts (formulas/layout.py)
             1.0 if lt.wide_ep and s.moe_layers else 0.0,  # on DeepEP's kernels
+            1.0 if lt.tp * lt.dp > system.domain else 0.0,  # the expert group spans NVLink domains
             float(system.link(lt.tp)),
             float(system.link(lt.tp * lt.dp)),
             float(system.link(lt.accelerators)),

@@ -124,6 +124,21 @@ eta_Ep = define(
     r"\eta_{E,p}",
     "share of the link DeepEP's prompt-pass kernels get",
 )
+x_E = define(
+    "ep_crosses_network",
+    "x_E",
+    "",
+    r"x_{E}",
+    "1 where an expert-parallel group spans more than one NVLink domain (its all-to-all crosses the NICs), else 0",
+)
+eta_En = constant(
+    "deepep_network_efficiency",
+    "eta_En",
+    "43/50",
+    "",
+    r"\eta_{E,net}",
+    "share of the NIC DeepEP's kernels get across nodes (DeepEP README: 43 GB/s of a 400 Gb/s CX7, EP 16, H800)",
+)
 BW_pp = define("pp_link_bandwidth", "BW_pp", "byte/second", r"BW_{pp}", "one-way link between pipeline stages")
 
 # Per accelerator, one stage-slot (one micro-batch through one stage).
@@ -270,10 +285,14 @@ def _dispatched(activations: Sym) -> sympy.Expr:
 
 def _wide_dispatch(activations: Sym, wide: tuple[Sym, Sym, sympy.Expr]) -> sympy.Expr:
     """One MoE layer's dispatch and combine on DeepEP's kernels (formulas/deepep.json): a fixed time and each
-    accelerator's tokens sent `copies` times to the stage's others at the fitted share of the link."""
+    accelerator's tokens sent `copies` times to the stage's others at the fitted share of the link (of the NIC, past
+    one domain)."""
     latency, efficiency, copies = wide
     group = n.symbol * dp.symbol
-    return latency.symbol + exchange(group, copies * activations.symbol / n.symbol) / (efficiency.symbol * BW_ep.symbol)
+    # The fitted share is of NVLink inside a node (aiconfigurator's tables); across nodes the NIC binds, at the share
+    # DeepEP's authors measured there.
+    share = (1 - x_E.symbol) * efficiency.symbol + x_E.symbol * eta_En.symbol
+    return latency.symbol + exchange(group, copies * activations.symbol / n.symbol) / (share * BW_ep.symbol)
 
 
 # DeepEP's low-latency (decode) kernels send a token once an expert; its high-throughput (prompt) kernels once a

@@ -42,6 +42,7 @@ def values_at(model_name, layout, batch=1, context=4096, gpu="h100"):
             lay.s_kv: sympy.Integer(kv_shards(s, layout.tp)),
             lay.L_a: sympy.Integer(s.moe_layers if layout.ep > 1 or layout.dp > 1 else 0),
             lay.w_E: sympy.Integer(int(layout.wide_ep and s.moe_layers > 0)),
+            lay.x_E: sympy.Integer(int(layout.tp * layout.dp > system.domain)),
             lay.d_p: sympy.Integer(1),
             lay.BW_tp: system.link(layout.tp),
             lay.BW_ep: system.link(layout.tp * layout.dp),
@@ -337,3 +338,20 @@ def test_blackwell_gathers_fp8_experts_inputs_in_fp8():
     saved = 48 * (sent / 2) / (float(values[lay.eta_a2a]) * 900e9)
     assert float(value(lay.t_sc, bf16, lib) - value(lay.t_sc, values, lib)) == pytest.approx(saved, rel=1e-9)
     assert float(value(lay.Y_ep, values, lib) / value(lay.Y_ep, bf16, lib)) == pytest.approx(0.75, rel=1e-12)
+
+
+def test_deepep_across_nodes_runs_at_the_nics_measured_share():
+    """DeepSeek-V3 on 16 H200s, dp16 ep16: the expert group spans two 8-GPU NVLink domains, so DeepEP's bytes cross
+    the 400 Gb/s NIC (50 GB/s one way, DGX H200) at the 43 GB/s DeepEP's README measured at EP 16 (x_E = 1), not at
+    the NVLink share fitted inside a node; its fixed time stays the fitted one."""
+    from derive.calibration import deepep
+
+    layout = Layout(1, 16, 1, 16)
+    values, lib = values_at("deepseek-v3", layout, batch=64, context=2048, gpu="h200")
+    assert values[lay.x_E] == 1 and values[lay.w_E] == 1 and float(values[lay.BW_ep]) == 50e9
+    fit = deepep()["accelerators"]["h200"]["decode"]
+    inside = {**values, lay.x_E: sympy.Integer(0)}
+    sent = 15 / 16 * 8 * (64 / 16) * 7168 * 2  # a rank's 4 tokens, 8 copies each, to the 15 others
+    across, within = sent / (0.86 * 50e9), sent / (fit["eta"] * 50e9)
+    delta = value(lay.t_sc, values, lib) - value(lay.t_sc, inside, lib)
+    assert float(delta) == pytest.approx(58 * (across - within), rel=1e-9)

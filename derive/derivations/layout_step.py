@@ -78,6 +78,8 @@ def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> N
     wide = layout.wide_ep and s.moe_layers > 0
     said = "whole experts over a node or more under attention dp: DeepEP" if wide else "the fused all-gather"
     work.given(lay.w_E, 1 if wide else 0, f"how the tokens travel: {said}", inline=True)
+    crosses = layout.tp * layout.dp > system.domain
+    work.given(lay.x_E, int(crosses), "the expert group spans NVLink domains" if crosses else "one domain", inline=True)
     share = dispatch_share(setup.gpu, setup.dtype) if setup.gpu is not None else 1
     why = "the tokens gathered in FP8, summed back in bf16" if share < 1 else "dispatch and combine in bf16"
     work.given(lay.r_dq, share, why, inline=True)
