@@ -34,12 +34,13 @@ class Layout:
         """Ways each routed expert is split inside its expert group (TensorRT-LLM's moe_tp): tp·dp/ep."""
         return self.tp * self.dp // self.ep
 
-    @property
-    def wide_ep(self) -> bool:
-        """Whether the tokens travel on DeepEP's kernels (formulas/layout.py's w_E): whole experts, attention data
-        parallelism, and an expert group of at least one HGX node, as TensorRT-LLM's wide-EP path and
-        aiconfigurator 0.12 (Task._resolve_moe_comm_backend) take them; below that the fused all-gather serves."""
-        return self.dp > 1 and self.expert_tp == 1 and self.ep >= WIDE_EP_GROUP
+    def on_deepep(self, system: System, moe_layers: int) -> bool:
+        """Whether the tokens travel on DeepEP's kernels (formulas/layout.py's w_E): a MoE model's whole experts
+        under attention data parallelism, an expert group of at least one HGX node, accelerators on NVLink (DeepEP's
+        intranode path needs it), as TensorRT-LLM's wide-EP path and aiconfigurator 0.12
+        (Task._resolve_moe_comm_backend) take them; else the fused all-gather serves."""
+        wide = self.dp > 1 and self.expert_tp == 1 and self.ep >= WIDE_EP_GROUP
+        return wide and moe_layers > 0 and system.fabric == "NVLink"
 
     def __str__(self) -> str:
         return f"tp{self.tp} ep{self.ep} pp{self.pp} dp{self.dp}"

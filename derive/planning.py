@@ -312,7 +312,7 @@ def layout_inputs(model: Model, layouts: list[Layout], system: System) -> list[n
             lt.ep,
             kv_shards(s, lt.tp),
             s.moe_layers if lt.ep > 1 or lt.dp > 1 else 0,  # tokens travel to the experts (formulas/layout.py)
-            1.0 if lt.wide_ep and s.moe_layers else 0.0,  # on DeepEP's kernels
+            float(lt.on_deepep(system, s.moe_layers)),  # on DeepEP's kernels
             1.0 if lt.tp * lt.dp > system.domain else 0.0,  # the expert group spans NVLink domains
             float(system.link(lt.tp)),
             float(system.link(lt.tp * lt.dp)),

@@ -41,7 +41,7 @@ def values_at(model_name, layout, batch=1, context=4096, gpu="h100"):
             lay.ep: sympy.Integer(layout.ep),
             lay.s_kv: sympy.Integer(kv_shards(s, layout.tp)),
             lay.L_a: sympy.Integer(s.moe_layers if layout.ep > 1 or layout.dp > 1 else 0),
-            lay.w_E: sympy.Integer(int(layout.wide_ep and s.moe_layers > 0)),
+            lay.w_E: sympy.Integer(int(layout.on_deepep(system, s.moe_layers))),
             lay.x_E: sympy.Integer(int(layout.tp * layout.dp > system.domain)),
             lay.d_p: sympy.Integer(1),
             lay.BW_tp: system.link(layout.tp),
@@ -277,7 +277,10 @@ def test_wide_expert_parallelism_runs_on_deepep_by_hand():
     from derive.calibration import deepep
 
     layout = Layout(1, 8, 1, 8)
-    assert layout.wide_ep and not Layout(1, 4, 1, 8).wide_ep and not Layout(1, 4, 1, 4).wide_ep
+    hgx, amd = system_for(load_gpu("b200")), system_for(load_gpu("mi300x"))
+    assert layout.on_deepep(hgx, 58) and not Layout(1, 4, 1, 8).on_deepep(hgx, 58)
+    assert not Layout(1, 4, 1, 4).on_deepep(hgx, 58) and not layout.on_deepep(hgx, 0)
+    assert not layout.on_deepep(amd, 58)  # Infinity Fabric: DeepEP's NVLink kernels do not run there
     values, lib = values_at("deepseek-v3", layout, batch=64, context=2048, gpu="b200")
     assert values[lay.w_E] == 1
     fit = deepep()["accelerators"]["b200"]

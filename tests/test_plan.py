@@ -286,7 +286,9 @@ def test_why_names_deepeps_latency_when_whole_experts_lose():
     p = derive.plan("deepseek-v3", "b200", dtype="fp8", tpot="50 ms")
     chosen, other = p.pick, runner_up(p.rows, p.pick)
     assert (chosen.layout.ep, chosen.layout.dp, other.layout.ep, other.layout.dp) == (4, 8, 8, 8)
-    assert other.layout.wide_ep and not chosen.layout.wide_ep and chosen.terms["DeepEP latency"] == 0
+    hgx = system_for(load_gpu("b200"))
+    assert other.layout.on_deepep(hgx, 58) and not chosen.layout.on_deepep(hgx, 58)
+    assert chosen.terms["DeepEP latency"] == 0
     slot = 58 * deepep()["accelerators"]["b200"]["decode"]["alpha_s"]
     per_token = slot * other.layout.accelerators / other.sequences  # one slot a step, N_L accelerators, B_L tokens
     assert other.terms["DeepEP latency"] == pytest.approx(per_token, rel=1e-9)

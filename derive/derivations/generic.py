@@ -179,7 +179,10 @@ def layout_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
         lay.dp: (dp, "no attention data parallelism"),
         lay.ep: (ep, "experts split like the MLP"),
         lay.L_a: (shape(setup.model).moe_layers if ep > 1 else 0, "MoE layers reached by all-to-all"),
-        lay.w_E: (int(Layout(tp, ep, pp, dp).wide_ep), "how the tokens travel (1: DeepEP, 0: the fused all-gather)"),
+        lay.w_E: (
+            int(system is not None and Layout(tp, ep, pp, dp).on_deepep(system, shape(setup.model).moe_layers)),
+            "how the tokens travel (1: DeepEP, 0: the fused all-gather)",
+        ),
         lay.r_dq: (dispatch_share(setup.gpu, setup.dtype), "the dispatch's bytes over the combine's"),
         lay.x_E: (int(system is not None and tp * dp > system.domain), "whether the expert group spans domains"),
         lay.d_p: (1, "one request's prompt pass alone"),

@@ -75,7 +75,7 @@ def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> N
     work.compute(work.library.get("kv_shards"))
     travel = layout.ep > 1 or layout.dp > 1
     work.given(lay.L_a, s.moe_layers if travel else 0, "MoE layers whose tokens travel to their experts")
-    wide = layout.wide_ep and s.moe_layers > 0
+    wide = layout.on_deepep(system, s.moe_layers)
     said = "whole experts over a node or more under attention dp: DeepEP" if wide else "the fused all-gather"
     work.given(lay.w_E, 1 if wide else 0, f"how the tokens travel: {said}", inline=True)
     crosses = layout.tp * layout.dp > system.domain
