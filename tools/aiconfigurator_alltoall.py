@@ -65,13 +65,11 @@ from __future__ import annotations
 import argparse
 import glob
 import importlib.metadata
-import json
-import logging
 import os
-import statistics
 import sys
 import time
-import warnings
+
+import aiconfigurator_common as shared
 
 SYSTEM = "h100_sxm"
 BACKEND = "trtllm"
@@ -116,13 +114,7 @@ FIT_FAMILIES = {
 HEADLINE = "dep"
 
 
-def _quiet():
-    logging.disable(logging.WARNING)
-    warnings.filterwarnings("ignore")
-
-
-def _g(x: float, digits: int = 6) -> float:
-    return float(f"{float(x):.{digits}g}")
+_g = shared.sig
 
 
 def sent_bytes(group: int, tokens_per_gpu: int, top_k: int, hidden: int) -> float:
@@ -132,38 +124,7 @@ def sent_bytes(group: int, tokens_per_gpu: int, top_k: int, hidden: int) -> floa
 
 def fit_alpha_eta(xs: list[float], ts: list[float], bw: float = LINK_BW) -> dict:
     """Relative least squares of t = alpha + b*x, alpha >= 0, b >= 1/bw (eta = 1/(b*bw) in (0, 1])."""
-    w = [1.0 / (t * t) for t in ts]
-    sw = sum(w)
-    swx = sum(wi * x for wi, x in zip(w, xs, strict=True))
-    swxx = sum(wi * x * x for wi, x in zip(w, xs, strict=True))
-    swt = sum(wi * t for wi, t in zip(w, ts, strict=True))
-    swxt = sum(wi * x * t for wi, x, t in zip(w, xs, ts, strict=True))
-    bmin = 1.0 / bw
-
-    def obj(a, b):
-        return sum(((a + b * x - t) / t) ** 2 for x, t in zip(xs, ts, strict=True))
-
-    cands = []
-    det = sw * swxx - swx * swx
-    if det > 0:
-        a = (swxx * swt - swx * swxt) / det
-        b = (sw * swxt - swx * swt) / det
-        if a >= 0 and b >= bmin:
-            cands.append((a, b))
-    if swxx > 0:  # edge alpha = 0
-        cands.append((0.0, max(bmin, swxt / swxx)))
-    cands.append((max(0.0, (swt - bmin * swx) / sw), bmin))  # edge eta = 1
-    a, b = min(cands, key=lambda ab: obj(*ab))
-    rel = [abs(a + b * x - t) / t for x, t in zip(xs, ts, strict=True)]
-    return {
-        "alpha_s": _g(a),
-        "eta": _g(1.0 / (b * bw)),
-        "median_rel_error": _g(statistics.median(rel), 4),
-        "max_rel_error": _g(max(rel), 4),
-        "n_points": len(xs),
-        "eta_at_bound": b <= bmin * (1 + 1e-12),
-        "alpha_at_bound": a == 0.0,
-    }
+    return shared.fit_alpha_eta(xs, ts, bw, eta_max_one=True)
 
 
 def fit_points(pts: list[dict]) -> dict:
@@ -236,7 +197,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=DEFAULT_OUT)
     args = ap.parse_args()
-    _quiet()
+    shared.quiet()
     t0 = time.time()
 
     import aiconfigurator_core
@@ -427,18 +388,7 @@ def main() -> int:
     }
     points.sort(key=lambda p: (p["op"], p["model"], p["group"], p["tokens_per_gpu"]))
     out["points"] = points
-    parts = []
-    for key in sorted(out):
-        if key == "points":  # one point per line
-            val = "[\n" + ",\n".join("  " + json.dumps(p, sort_keys=True) for p in points) + "\n ]"
-        else:
-            val = json.dumps(out[key], sort_keys=True, indent=1).replace("\n", "\n ")
-        parts.append(f" {json.dumps(key)}: {val}")
-    text = "{\n" + ",\n".join(parts) + "\n}\n"
-    assert json.loads(text) == json.loads(json.dumps(out))
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
+    shared.write_json(out, args.out)
     for fam, f in fits.items():
         groups = "  ".join(
             f"g{g}: a={v['alpha_s'] * 1e6:.2f}us eta={v['eta']:.3g} med={v['median_rel_error']:.2%}"

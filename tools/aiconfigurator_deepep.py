@@ -42,8 +42,6 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import inspect
-import json
-import logging
 import math
 import os
 import shutil
@@ -51,7 +49,8 @@ import statistics
 import sys
 import tempfile
 import time
-import warnings
+
+import aiconfigurator_common as shared
 
 SYSTEMS = ["h100_sxm", "h200_sxm", "b200_sxm", "gb200"]
 BACKEND = "trtllm"
@@ -96,13 +95,7 @@ BYTES_DEFS = {
 }
 
 
-def _quiet():
-    logging.disable(logging.WARNING)
-    warnings.filterwarnings("ignore")
-
-
-def _g(x: float, digits: int = 6) -> float:
-    return float(f"{float(x):.{digits}g}")
+_g = shared.sig
 
 
 def distinct_ranks(ep: int, num_experts: int, top_k: int) -> float:
@@ -130,36 +123,7 @@ def sent_bytes(defn: str, p: dict) -> float:
 
 def fit_alpha_eta(xs: list[float], ts: list[float], bw: float) -> dict:
     """Relative least squares of t = alpha + b*x, alpha >= 0, b > 0 (eta = 1/(b*bw), may exceed 1)."""
-    w = [1.0 / (t * t) for t in ts]
-    sw = sum(w)
-    swx = sum(wi * x for wi, x in zip(w, xs, strict=True))
-    swxx = sum(wi * x * x for wi, x in zip(w, xs, strict=True))
-    swt = sum(wi * t for wi, t in zip(w, ts, strict=True))
-    swxt = sum(wi * x * t for wi, x, t in zip(w, xs, ts, strict=True))
-
-    def obj(a, b):
-        return sum(((a + b * x - t) / t) ** 2 for x, t in zip(xs, ts, strict=True))
-
-    cands = []
-    det = sw * swxx - swx * swx
-    if det > 0:
-        a = (swxx * swt - swx * swxt) / det
-        b = (sw * swxt - swx * swt) / det
-        if a >= 0 and b > 0:
-            cands.append((a, b))
-    if swxx > 0 and swxt > 0:  # edge alpha = 0
-        cands.append((0.0, swxt / swxx))
-    cands.append((swt / sw, 1e-18 / bw))  # flat candidate (eta = 1e18: latency independent of bytes)
-    a, b = min(cands, key=lambda ab: obj(*ab))
-    rel = [abs(a + b * x - t) / t for x, t in zip(xs, ts, strict=True)]
-    return {
-        "alpha_s": _g(a),
-        "eta": _g(1.0 / (b * bw)),
-        "median_rel_error": _g(statistics.median(rel), 4),
-        "max_rel_error": _g(max(rel), 4),
-        "n_points": len(xs),
-        "alpha_at_bound": a == 0.0,
-    }
+    return shared.fit_alpha_eta(xs, ts, bw, flat=True)
 
 
 def fit_points(pts: list[dict], defn: str, bw: float, by_shape: bool = True) -> dict:
@@ -563,7 +527,7 @@ def main() -> int:
     ap.add_argument("--out", default=DEFAULT_OUT)
     ap.add_argument("--skip-task-rules", action="store_true")
     args = ap.parse_args()
-    _quiet()
+    shared.quiet()
     t0 = time.time()
     aic_version = importlib.metadata.version("aiconfigurator")
 
@@ -784,18 +748,7 @@ def main() -> int:
         )
     )
     out["points"] = points
-    parts = []
-    for key in sorted(out):
-        if key == "points":  # one point per line
-            val = "[\n" + ",\n".join("  " + json.dumps(p, sort_keys=True) for p in points) + "\n ]"
-        else:
-            val = json.dumps(out[key], sort_keys=True, indent=1).replace("\n", "\n ")
-        parts.append(f" {json.dumps(key)}: {val}")
-    text = "{\n" + ",\n".join(parts) + "\n}\n"
-    assert json.loads(text) == json.loads(json.dumps(out))
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
+    shared.write_json(out, args.out)
 
     print("best sent_bytes definition:", best)
     for system in SYSTEMS:

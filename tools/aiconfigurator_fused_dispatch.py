@@ -56,13 +56,12 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import json
-import logging
 import os
 import statistics
 import sys
 import time
-import warnings
+
+import aiconfigurator_common as shared
 
 SYSTEMS = ["h100_sxm", "h200_sxm", "b200_sxm", "gb200"]
 BACKEND = "trtllm"
@@ -103,13 +102,7 @@ OPS = {
 WIRE_BYTES = {"all_gather_bf16": 2, "all_gather_fp8": 1, "reduce_scatter_bf16": 2}
 
 
-def _quiet():
-    logging.disable(logging.WARNING)
-    warnings.filterwarnings("ignore")
-
-
-def _g(x: float, digits: int = 6) -> float:
-    return float(f"{float(x):.{digits}g}")
+_g = shared.sig
 
 
 def _int(x: float):
@@ -122,37 +115,7 @@ def token_range(t: int) -> str:
 
 def fit_alpha_eta(xs: list[float], ts: list[float], bw: float) -> dict:
     """Relative least squares of t = alpha + b*x, alpha >= 0, b > 0 (eta = 1/(b*bw) > 0, uncapped)."""
-    w = [1.0 / (t * t) for t in ts]
-    sw = sum(w)
-    swx = sum(wi * x for wi, x in zip(w, xs, strict=True))
-    swxx = sum(wi * x * x for wi, x in zip(w, xs, strict=True))
-    swt = sum(wi * t for wi, t in zip(w, ts, strict=True))
-    swxt = sum(wi * x * t for wi, x, t in zip(w, xs, ts, strict=True))
-
-    def obj(a, b):
-        return sum(((a + b * x - t) / t) ** 2 for x, t in zip(xs, ts, strict=True))
-
-    cands = []
-    det = sw * swxx - swx * swx
-    if det > 0:
-        a = (swxx * swt - swx * swxt) / det
-        b = (sw * swxt - swx * swt) / det
-        if a >= 0 and b > 0:
-            cands.append((a, b))
-    if swxx > 0 and swxt > 0:  # edge alpha = 0
-        cands.append((0.0, swxt / swxx))
-    if not cands:
-        raise ValueError("no admissible fit (alpha >= 0, eta > 0)")
-    a, b = min(cands, key=lambda ab: obj(*ab))
-    rel = [abs(a + b * x - t) / t for x, t in zip(xs, ts, strict=True)]
-    return {
-        "alpha_s": _g(a),
-        "eta": _g(1.0 / (b * bw)),
-        "median_rel_error": _g(statistics.median(rel), 4),
-        "max_rel_error": _g(max(rel), 4),
-        "n_points": len(xs),
-        "alpha_at_bound": a == 0.0,
-    }
+    return shared.fit_alpha_eta(xs, ts, bw)
 
 
 def fit_points(pts: list[dict], key: str, bw: float) -> dict:
@@ -305,7 +268,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=DEFAULT_OUT)
     args = ap.parse_args()
-    _quiet()
+    shared.quiet()
     t0 = time.time()
     aic_version = importlib.metadata.version("aiconfigurator")
 
@@ -443,18 +406,7 @@ def main() -> int:
     points.sort(key=lambda p: (p["system"], p["op"], p["group"], p["hidden"], p["tokens_per_gpu"]))
     out["points"] = points
     out["runtime_s"] = round(time.time() - t0, 1)
-    parts = []
-    for key in sorted(out):
-        if key in ("points", "summary"):  # one record per line
-            val = "[\n" + ",\n".join("  " + json.dumps(p, sort_keys=True) for p in out[key]) + "\n ]"
-        else:
-            val = json.dumps(out[key], sort_keys=True, indent=1).replace("\n", "\n ")
-        parts.append(f" {json.dumps(key)}: {val}")
-    text = "{\n" + ",\n".join(parts) + "\n}\n"
-    assert json.loads(text) == json.loads(json.dumps(out))
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
+    shared.write_json(out, args.out, row_keys=("points", "summary"))
 
     print(f"{'system':9s} {'op':20s} {'range':7s} {'bytes':8s} {'alpha_us':>8s} {'eta':>7s} {'med':>7s} {'max':>7s}")
     for r in summary:

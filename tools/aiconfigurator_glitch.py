@@ -64,6 +64,7 @@ import sys
 import tempfile
 import time
 
+import aiconfigurator_common as shared
 import aiconfigurator_plan as plan
 import aiconfigurator_scenarios as scen
 
@@ -116,19 +117,9 @@ def _experiment(sc, tmp: str) -> tuple[str, dict]:
     """The agg experiment tools/aiconfigurator_scenarios.py ran for this scenario (plan.run_case's fields)."""
     sid, model_id, hf_id, system, total_gpus, isl, osl, ttft, tpot, quant = sc
     path, _ = scen.model_path(hf_id, tmp)
-    exp = {
-        "serving_mode": "agg",
-        "model_path": path,
-        "system_name": system,
-        "backend_name": BACKEND,
-        "database_mode": DATABASE_MODE,
-        "total_gpus": total_gpus,
-        "isl": isl,
-        "osl": osl,
-        "ttft": float(ttft),
-        "tpot": float(tpot),
-        **(quant or {}),
-    }
+    exp = shared.agg_experiment(
+        path, system, BACKEND, DATABASE_MODE, total_gpus, isl, osl, float(ttft), float(tpot), quant or {}
+    )
     return f"agg_{sid}", exp
 
 
@@ -413,7 +404,7 @@ def write_patched(systems_root: str, dst: str, flagged: list[dict]) -> int:
 
 
 def _child(sid: str, systems: str | None, checks_path: str | None, out_path: str) -> int:
-    plan._quiet()
+    shared.quiet()
     t0 = time.perf_counter()
     import aiconfigurator_core.sdk.perf_database as pdb
     from aiconfigurator.cli.main import build_experiment_tasks
@@ -497,7 +488,7 @@ def main(argv=None) -> int:
     if args.child is not None:
         return _child(args.child, args.systems, args.checks, args.case_out)
 
-    plan._quiet()
+    shared.quiet()
     t_start = time.perf_counter()
     aic_version = importlib.metadata.version("aiconfigurator")
     with open(args.scenarios) as f:
@@ -706,18 +697,7 @@ def main(argv=None) -> int:
             "wall_s": "seconds: probe (building the scenarios' models), scan, total run of this tool",
         },
     }
-    parts = []
-    for key in sorted(out):
-        if key in ("flagged_rows", "scanned_series"):  # one row per line
-            val = "[\n" + ",\n".join("  " + json.dumps(r, sort_keys=True) for r in out[key]) + "\n ]"
-        else:
-            val = json.dumps(out[key], sort_keys=True, indent=1).replace("\n", "\n ")
-        parts.append(f" {json.dumps(key)}: {val}")
-    text = "{\n" + ",\n".join(parts) + "\n}\n"
-    assert json.loads(text) == json.loads(json.dumps(out))
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
+    shared.write_json(out, args.out, row_keys=("flagged_rows", "scanned_series"))
 
     print(f"{len(flagged)} flagged rows ({sum(1 for r in flagged if r['used_by'])} in searched series)")
     for sid, s in scenarios_out.items():

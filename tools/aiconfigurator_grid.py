@@ -49,14 +49,14 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
-import logging
 import math
 import os
 import shutil
 import sys
 import tempfile
 import time
-import warnings
+
+import aiconfigurator_common as shared
 
 # Every system whose GPU the catalog (formulas/gpus.toml) also has: h100, h200, a100, b200, gb200, l40s.
 # gb200 is a GB200 NVL72 GPU (tp 8 spans two 4-GPU trays over the rack's NVLink switch); l40s talks over PCIe 4.0.
@@ -89,13 +89,7 @@ STRIDE = 1
 # Unquantized: bf16 GEMM/MoE weights+activations, bf16 KV cache, bf16 FMHA,
 # half-precision all-reduce.  (aiconfigurator's trtllm tables use bf16 as the
 # 16-bit format; fp16 and bf16 cost the same on these GPUs.)
-QUANT = {
-    "gemm_quant_mode": "bfloat16",
-    "moe_quant_mode": "bfloat16",
-    "kvcache_quant_mode": "bfloat16",
-    "fmha_quant_mode": "bfloat16",
-    "comm_quant_mode": "half",
-}
+QUANT = shared.BF16_QUANT
 
 # Models whose config aiconfigurator 0.12 does not ship (it would download them from the Hub; this
 # script runs offline): the project already holds their published Hugging Face config.json files.
@@ -162,11 +156,6 @@ MEANING = {
     ),
     "silicon_frac_gen": "same as silicon_frac_ctx, for generation_ms",
 }
-
-
-def _quiet():
-    logging.disable(logging.WARNING)  # aiconfigurator logs fallback-row notices at load time
-    warnings.filterwarnings("ignore")
 
 
 def _r(x: float, nd: int = 4) -> float:
@@ -322,7 +311,7 @@ def _measured_header(aic_version: str, versions: dict, n: int) -> str:
 def measured_main(args, here: str) -> int:
     import tomllib
 
-    _quiet()
+    shared.quiet()
     t0 = time.time()
     import aiconfigurator_core
     from aiconfigurator.cli.api import cli_estimate
@@ -519,7 +508,7 @@ def main(argv=None) -> int:
         name = f"aiconfigurator-0.12-{label}.json" if label else "aiconfigurator-0.12.json"
         args.out = os.path.join(here, "benchmarks", "data", name)
 
-    _quiet()
+    shared.quiet()
     t0 = time.time()
     import aiconfigurator_core
     from aiconfigurator.cli.api import cli_estimate
@@ -759,18 +748,7 @@ def main(argv=None) -> int:
     if gemm_mode:
         out["settings"]["quant_fallbacks"] = sorted(fallbacks, key=lambda f: (f["system"], f["model"], f["note"]))
     out["points"] = points
-    parts = []
-    for key in sorted(out):
-        if key == "points":  # one point per line
-            val = "[\n" + ",\n".join("  " + json.dumps(p, sort_keys=True) for p in points) + "\n ]"
-        else:
-            val = json.dumps(out[key], sort_keys=True, indent=1).replace("\n", "\n ")
-        parts.append(f" {json.dumps(key)}: {val}")
-    text = "{\n" + ",\n".join(parts) + "\n}\n"
-    assert json.loads(text) == json.loads(json.dumps(out))  # valid JSON, same content
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
+    shared.write_json(out, args.out)
     by = {}
     for p in points:
         by.setdefault((p["system"], p["model"]), 0)

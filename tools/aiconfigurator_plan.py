@@ -47,7 +47,6 @@ import argparse
 import importlib.metadata
 import inspect
 import json
-import logging
 import math
 import numbers
 import os
@@ -55,7 +54,8 @@ import subprocess
 import sys
 import tempfile
 import time
-import warnings
+
+import aiconfigurator_common as shared
 
 SYSTEM = "h100_sxm"
 BACKEND = "trtllm"
@@ -71,13 +71,7 @@ MODELS = [
 ]
 # 8 = one HGX node; 16 = two nodes (each case searches in well under a minute, so it is run too).
 TOTAL_GPUS = [8, 16]
-QUANT = {
-    "gemm_quant_mode": "bfloat16",
-    "moe_quant_mode": "bfloat16",
-    "kvcache_quant_mode": "bfloat16",
-    "fmha_quant_mode": "bfloat16",
-    "comm_quant_mode": "half",
-}
+QUANT = shared.BF16_QUANT
 
 MEANING = {
     "tokens_s_gpu": (
@@ -122,11 +116,6 @@ MEANING = {
     "meets_targets": "tpot_ms <= tpot target and ttft_ms <= ttft target",
     "parallel": "aiconfigurator's layout label tp{tp}pp{pp}dp{dp}etp{moe_tp}ep{moe_ep}",
 }
-
-
-def _quiet():
-    logging.disable(logging.WARNING)  # aiconfigurator logs fallback-row notices and its result tables
-    warnings.filterwarnings("ignore")
 
 
 def _num(x):
@@ -220,19 +209,9 @@ def run_case(
     """
     cli_exp, build_experiment_tasks, process_experiment_result, sweep, task_v2 = aic
     name = name or f"agg_{case_id}_{total_gpus}gpu_tpot{tpot:g}"
-    exp = {
-        "serving_mode": "agg",
-        "model_path": model_path or hf_id,
-        "system_name": system,
-        "backend_name": BACKEND,
-        "database_mode": DATABASE_MODE,
-        "total_gpus": total_gpus,
-        "isl": isl,
-        "osl": osl,
-        "ttft": ttft,
-        "tpot": tpot,
-        **quant,
-    }
+    exp = shared.agg_experiment(
+        model_path or hf_id, system, BACKEND, DATABASE_MODE, total_gpus, isl, osl, ttft, tpot, quant
+    )
     t0 = time.perf_counter()
     res = cli_exp(config={name: exp}, top_n=TOP_N)
     wall = time.perf_counter() - t0
@@ -362,7 +341,7 @@ CASES = [(m, h, g, t) for m, h, tpots in MODELS for g in TOTAL_GPUS for t in tpo
 
 def _one_case(index: int, out_path: str) -> int:
     """Child process: run CASES[index] in a fresh interpreter (cold caches) and write its record."""
-    _quiet()
+    shared.quiet()
     t0 = time.perf_counter()
     from aiconfigurator.cli.api import cli_exp
     from aiconfigurator.cli.main import build_experiment_tasks
@@ -389,7 +368,7 @@ def main(argv=None) -> int:
     if args.case is not None:
         return _one_case(args.case, args.case_out)
 
-    _quiet()
+    shared.quiet()
     t_start = time.perf_counter()
     from aiconfigurator.sdk.perf_database import get_database_view, get_latest_database_version
 

@@ -59,6 +59,7 @@ import sys
 import tempfile
 import time
 
+import aiconfigurator_common as shared
 import aiconfigurator_plan as plan
 
 BACKEND = plan.BACKEND
@@ -512,12 +513,7 @@ def run_disagg(sc, aic, tmp_root) -> dict:
         "decode_system_name": system,
         "prefill_backend_name": BACKEND,
         "decode_backend_name": BACKEND,
-        "database_mode": DATABASE_MODE,
-        "total_gpus": total_gpus,
-        "isl": isl,
-        "osl": osl,
-        "ttft": float(ttft),
-        "tpot": float(tpot),
+        **shared.target_fields(DATABASE_MODE, total_gpus, isl, osl, float(ttft), float(tpot)),
         **_quant_fields(quant, ROLES),
     }
     out = {"id": name}
@@ -680,7 +676,7 @@ def run_agg(sc, aic, tmp_root) -> dict:
 
 def _child(index: int, mode: str, out_path: str) -> int:
     """Child process: one (scenario, mode) in a fresh interpreter (cold caches)."""
-    plan._quiet()
+    shared.quiet()
     t0 = time.perf_counter()
     from aiconfigurator.cli.api import cli_exp
     from aiconfigurator.cli.main import build_experiment_tasks
@@ -725,7 +721,7 @@ def main(argv=None) -> int:
     if args.scenario is not None:
         return _child(args.scenario, args.mode, args.case_out)
 
-    plan._quiet()
+    shared.quiet()
     t_start = time.perf_counter()
     from aiconfigurator.sdk.perf_database import get_latest_database_version
 
