@@ -24,11 +24,10 @@ from formulas import sharding as sh
 # The fitted quantities, by the key calibration.json stores them under.
 FITTED = (
     cal.t_L,
-    cal.alpha_ar,
-    cal.eta_link,
     cal.t_Lp,
-    cal.alpha_p,
-    cal.eta_linkp,
+    # The all-reduce, fitted to aiconfigurator's all-reduce tables (tools/calibrate.py): decode's and the prompt pass's.
+    *cal.ONE_SHOT,
+    *cal.LARGE_MESSAGE,
     cal.eta_w,
     cal.eta_kv,
     cal.eta_g,

@@ -14,9 +14,9 @@ the floor. The fitted values per accelerator are in formulas/calibration.json
 
 import sympy
 
-from derive.core.library import formula, larger
+from derive.core.library import formula, larger, smaller
 from derive.core.symbols import Sym, alias, define
-from formulas.collectives import over_link, ring_allreduce
+from formulas.collectives import ring_allreduce
 from formulas.flops import F_att
 from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, d_ff, kv_total, n, s_kv, tau
 from formulas.reads import W_pre, W_read
@@ -42,10 +42,28 @@ alpha_ar = define(
     "alpha_AR",
     "second",
     r"\alpha_{ar}",
-    "fixed latency of one small all-reduce (launch and synchronisation)",
+    "fixed latency of the one-shot all-reduce kernel between two accelerators (launch and synchronisation)",
 )
 eta_link = define(
-    "allreduce_bandwidth_efficiency", "eta_link", "", r"\eta_{link}", "share of link bandwidth an all-reduce gets"
+    "allreduce_bandwidth_efficiency",
+    "eta_link",
+    "",
+    r"\eta_{link}",
+    "share of link bandwidth the one-shot all-reduce kernel gets between two accelerators",
+)
+lambda_ar = define(
+    "decode_allreduce_latency_growth",
+    "lambda_AR",
+    "",
+    r"\lambda_{ar}",
+    "growth of the one-shot all-reduce's latency, in units of itself, with each doubling of the group past two",
+)
+eps_ar = define(
+    "allreduce_byte_time_growth",
+    "eps_AR",
+    "",
+    r"\epsilon_{ar}",
+    "growth of the one-shot all-reduce's time a ring byte, in units of two accelerators', with each doubling",
 )
 eta_w = define(
     "weight_stream_efficiency", "eta_w", "", r"\eta_{w}", "fraction of peak bandwidth a weight-streaming GEMM reaches"
@@ -70,14 +88,32 @@ t_Lp = define(
     "fixed kernel time of one layer in the prompt pass (no CUDA graph, more kernels than a decode step)",
 )
 alpha_p = define(
-    "prefill_allreduce_latency", "alpha_ARp", "second", r"\alpha_{ar,p}", "fixed latency of one prompt-pass all-reduce"
+    "prefill_allreduce_latency",
+    "alpha_ARp",
+    "second",
+    r"\alpha_{ar,p}",
+    "fixed latency of the large-message all-reduce kernel a prompt pass may take, between two accelerators",
 )
 eta_linkp = define(
     "prefill_allreduce_bandwidth_efficiency",
     "eta_linkp",
     "",
     r"\eta_{link,p}",
-    "share of link bandwidth a prompt-pass all-reduce gets",
+    "share of link bandwidth the large-message all-reduce kernel gets between two accelerators",
+)
+lambda_arp = define(
+    "prefill_allreduce_latency_growth",
+    "lambda_ARp",
+    "",
+    r"\lambda_{ar,p}",
+    "growth of the large-message all-reduce's latency, in units of itself, with each doubling of the group past two",
+)
+eps_arp = define(
+    "prefill_allreduce_byte_time_growth",
+    "eps_ARp",
+    "",
+    r"\epsilon_{ar,p}",
+    "growth of the large-message all-reduce's time a ring byte, in units of two accelerators', with each doubling",
 )
 w_0 = define(
     "narrow_gemm_width",
@@ -413,7 +449,13 @@ alias("calibrated_ttft", t_calp)
 _MEGATRON = (
     "Megatron tensor parallelism sums each layer's attention and MLP outputs with one all-reduce each "
     "(Shoeybi et al. 2019, sec. 3); a ring all-reduce sends 2(n-1)/n of the activations from each accelerator "
-    "(Patarasuk and Yuan 2009) after a fixed latency; one accelerator has none (Min(n-1, 1) = 0)."
+    "(Patarasuk and Yuan 2009) after a fixed latency; one accelerator has none (Min(n-1, 1) = 0). TensorRT-LLM's "
+    "custom all-reduce departs from the ring with the group: its one-shot kernel reads every peer's buffer, so a "
+    "small message's latency and time a byte grow with each doubling (lambda, epsilon > 0); a large message takes "
+    "the faster of it and a two-shot or NCCL kernel, whose time a byte NVSwitch's in-network reduction makes shrink "
+    "(epsilon < 0), never below the link's (up to eight accelerators, as profiled). Each kernel's four constants "
+    "are fitted per accelerator to aiconfigurator 0.12's all-reduce tables (tools/calibrate.py); a decode step's "
+    "small messages take the one-shot kernel."
 )
 
 
@@ -433,10 +475,43 @@ def _narrow(width: Sym, expert_bytes: Sym, tokens: sympy.Expr) -> sympy.Expr:
     return width.symbol / w_x.symbol * roofline
 
 
-def _allreduce(tokens: sympy.Expr, latency: Sym, efficiency: Sym) -> sympy.Expr:
+# TensorRT-LLM's all-reduce kernels, each by its fitted constants: its latency and that latency's growth a doubling of
+# the group, its share of the link and the growth of its time a byte a doubling. The one-shot kernel serves small
+# messages; a prompt pass's large ones may take the two-shot or NCCL kernel, whichever is faster.
+ONE_SHOT = (alpha_ar, lambda_ar, eta_link, eps_ar)
+LARGE_MESSAGE = (alpha_p, lambda_arp, eta_linkp, eps_arp)
+# The kernels each pass chooses among: a decode step's messages are small (and its time stays linear in the batch, so
+# its largest batch has a closed form: derive/batch_roots.py); a prompt pass takes the faster kernel.
+DECODE_LINK = (ONE_SHOT,)
+PREFILL_LINK = (ONE_SHOT, LARGE_MESSAGE)
+
+
+# aiconfigurator profiles groups of 2, 4 and 8: past 8 the kernels keep 8's constants (and the fit holds their time a
+# byte at or above the link's at 2 and at 8, so at every group between: a floor stays a floor).
+PROFILED_DOUBLINGS = 2
+
+
+def _kernel(data: sympy.Expr, group: sympy.Expr, kernel: tuple[Sym, Sym, Sym, Sym], bandwidth: Sym) -> sympy.Expr:
+    """One all-reduce kernel: a latency and the ring's bytes at a share of the link, both growing with each doubling
+    of the group past two, up to eight."""
+    latency, growth, efficiency, byte_growth = kernel
+    doublings = smaller(sympy.log(group / 2, 2), PROFILED_DOUBLINGS)
+    per_byte = (1 + byte_growth.symbol * doublings) / efficiency.symbol
+    return latency.symbol * (1 + growth.symbol * doublings) + ring_allreduce(group, data) * per_byte / bandwidth.symbol
+
+
+def allreduce(
+    data: sympy.Expr, group: sympy.Expr, kernels: tuple[tuple[Sym, Sym, Sym, Sym], ...], bandwidth: Sym
+) -> sympy.Expr:
+    """One all-reduce of `data` bytes across `group` accelerators, each sending over `bandwidth` one way, on the
+    fastest of `kernels` (DECODE_LINK, PREFILL_LINK); nothing in a group of one."""
+    times = [_kernel(data, group, kernel, bandwidth) for kernel in kernels]
+    return smaller(group - 1, 1) * (smaller(*times) if len(times) > 1 else times[0])
+
+
+def _allreduce(tokens: sympy.Expr, kernels: tuple[tuple[Sym, Sym, Sym, Sym], ...]) -> sympy.Expr:
     """Two all-reduces a layer of `tokens` d-wide activations; none on one accelerator."""
-    sent = ring_allreduce(n.symbol, tokens * v_d.symbol * b_a.symbol)
-    return L.symbol * m_ar.symbol * over_link(sent, n.symbol, latency, efficiency, BW_link)
+    return L.symbol * m_ar.symbol * allreduce(tokens * v_d.symbol * b_a.symbol, n.symbol, kernels, BW_link)
 
 
 def routed_experts(
@@ -466,7 +541,7 @@ step_fixed_time = formula(
     "Each layer launches its kernels and runs its small ones in a time that does not shrink with the batch "
     "(aiconfigurator's per-op tables at batch 1; Nsight traces of TensorRT-LLM decode).",
 )
-decode_allreduce_time = formula(t_ar, _allreduce(B.symbol * tau.symbol, alpha_ar, eta_link), _MEGATRON)
+decode_allreduce_time = formula(t_ar, _allreduce(B.symbol * tau.symbol, DECODE_LINK), _MEGATRON)
 weight_read_time = formula(
     t_W,
     _split(W_read.symbol - W_x.symbol, eta_w, BW),
@@ -583,7 +658,7 @@ calibrated_step_time = formula(
     "on the critical path.",
 )
 
-prefill_allreduce_time = formula(t_arp, _allreduce(B.symbol * S_p.symbol, alpha_p, eta_linkp), _MEGATRON)
+prefill_allreduce_time = formula(t_arp, _allreduce(B.symbol * S_p.symbol, PREFILL_LINK), _MEGATRON)
 prefill_fixed_time = formula(
     t_fixp, L.symbol * t_Lp.symbol, "Each layer's kernels cost a fixed time in the prompt pass too."
 )

@@ -310,7 +310,7 @@ def _calibrated_slot(
     tokens: sympy.Expr,
     activations: Sym,
     fixed: Sym,
-    link: tuple[Sym, Sym],
+    link: tuple[tuple[Sym, Sym, Sym, Sym], ...],
     narrow: Sym,
     routed: Sym,
     kernel: tuple[Sym, Sym | None, Sym, Sym, Sym | None],
@@ -337,7 +337,7 @@ def _calibrated_slot(
     experts = larger(routed_bytes / BW.symbol, busiest_experts / P.symbol)
     return (
         stage * fixed.symbol
-        + allreduces * over_link(ring_allreduce(n.symbol, activations.symbol), n.symbol, *link, BW_tp)
+        + allreduces * cal.allreduce(activations.symbol, n.symbol, link, BW_tp)
         + L_a.symbol
         / pp.symbol
         * (
@@ -488,7 +488,7 @@ layout_slot_time = formula(
         tokens=B.symbol * tau_v.symbol,
         activations=X_r,
         fixed=cal.t_L,
-        link=(cal.alpha_ar, cal.eta_link),
+        link=cal.DECODE_LINK,
         narrow=cal.w_0,
         routed=cal.W_x,
         kernel=cal.DECODE_KERNEL,
@@ -543,7 +543,7 @@ layout_prefill_slot_time = formula(
         tokens=B.symbol * S_p.symbol,
         activations=X_p,
         fixed=cal.t_Lp,
-        link=(cal.alpha_p, cal.eta_linkp),
+        link=cal.PREFILL_LINK,
         narrow=cal.w_0p,
         routed=cal.W_xp,
         kernel=cal.PREFILL_KERNEL,

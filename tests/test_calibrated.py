@@ -31,9 +31,16 @@ def test_fitted_values_are_efficiencies_and_non_negative_times():
         assert fit.borrowed == no_tables
         for quantity in FITTED:
             value = float(fit.values[quantity])
+            if quantity in (cal.eps_ar, cal.eps_arp):
+                continue  # a growth of the time a byte, which may shrink it: checked below
             assert value >= 0
             if quantity.key.endswith("efficiency"):
                 assert 0 < value <= 1, quantity.key
+        # Each all-reduce kernel's time a byte is at least the link's at two accelerators and at eight (its largest
+        # profiled group, which larger ones keep): (1 + eps·doublings)/eta >= 1.
+        for _, _, share, growth in cal.ONE_SHOT, cal.LARGE_MESSAGE:
+            eta, eps = float(fit.values[share]), float(fit.values[growth])
+            assert (1 + eps * cal.PROFILED_DOUBLINGS) / eta >= 1 - 1e-6
 
 
 def test_an_accelerator_without_a_fit_borrows_the_default_and_says_so(run):
@@ -198,3 +205,71 @@ def test_the_moe_kernel_spends_a_fixed_time_on_each_expert_a_rank_holds():
     without = evaluate(cal.t_X.symbol, {**values, cal.t_xEf: sympy.Integer(0)}, lib)
     assert float(with_it - without) == pytest.approx(58 * 256 * per_expert, rel=1e-9)
     assert float(calibration(load_gpu("h200"), "bf16").values[cal.t_xEf]) < 1e-8  # bf16's kernel has next to none
+
+
+def _allreduce_seconds(group: int, data: float, kernels: tuple, constants: dict) -> float:
+    """formulas/calibrated.py's allreduce at `constants` (by symbol) over a 450 GB/s link, as a float."""
+    from formulas import sharding as sh
+
+    expr = cal.allreduce(sympy.Symbol("D"), cal.n.symbol, kernels, sh.BW_link)
+    at = {s.symbol: sympy.nsimplify(v) for s, v in constants.items()}
+    return float(expr.subs(at).subs({sympy.Symbol("D"): data, cal.n.symbol: group, sh.BW_link.symbol: 450e9}))
+
+
+def test_the_allreduce_grows_with_the_group_by_hand():
+    """One all-reduce of D = 1 MB on 8 accelerators, the one-shot kernel at alpha = 3 µs, lambda = 0.2, eta = 0.5,
+    eps = 0.5: two doublings past two, so the latency is 3·(1 + 0.4) = 4.2 µs and the ring's 2·7/8·D bytes cost
+    (1 + 1)/0.5 = 4 times the link's 450 GB/s: 4.2 µs + 1.75e6·4/450e9 s. At sixteen the kernel keeps eight's
+    constants (aiconfigurator profiles up to eight) and only the ring's bytes grow, to 2·15/16·D. With no growth it
+    is the ring's latency plus bytes at a share of the link (Patarasuk and Yuan), and nothing on one accelerator."""
+    one_shot = {cal.alpha_ar: 3e-6, cal.lambda_ar: 0.2, cal.eta_link: 0.5, cal.eps_ar: 0.5}
+    data = 1e6
+    assert _allreduce_seconds(8, data, cal.DECODE_LINK, one_shot) == pytest.approx(4.2e-6 + 1.75e6 * 4 / 450e9)
+    assert _allreduce_seconds(16, data, cal.DECODE_LINK, one_shot) == pytest.approx(4.2e-6 + 1.875e6 * 4 / 450e9)
+    flat = {**one_shot, cal.lambda_ar: 0, cal.eps_ar: 0}
+    for group in (2, 4, 8):
+        ring = 2 * (group - 1) / group * data
+        assert _allreduce_seconds(group, data, cal.DECODE_LINK, flat) == pytest.approx(3e-6 + ring / (0.5 * 450e9))
+    assert _allreduce_seconds(1, data, cal.DECODE_LINK, one_shot) == 0
+
+
+def test_a_prompt_pass_takes_the_faster_allreduce_kernel():
+    """The prompt pass's all-reduce is the faster of the one-shot kernel and the large-message one: at 64 KB the
+    one-shot kernel's 3 µs latency wins over the large one's 20 µs; at 1 GB the large one's full link share wins."""
+    constants = {
+        cal.alpha_ar: 3e-6,
+        cal.lambda_ar: 0,
+        cal.eta_link: 0.3,
+        cal.eps_ar: 0,
+        cal.alpha_p: 20e-6,
+        cal.lambda_arp: 0,
+        cal.eta_linkp: 1,
+        cal.eps_arp: 0,
+    }
+    for data in (64e3, 1e9):
+        one_shot = 3e-6 + data / (0.3 * 450e9)
+        large = 20e-6 + data / 450e9
+        assert _allreduce_seconds(2, data, cal.PREFILL_LINK, constants) == pytest.approx(min(one_shot, large))
+    assert _allreduce_seconds(2, 64e3, cal.PREFILL_LINK, constants) == pytest.approx(3e-6 + 64e3 / (0.3 * 450e9))
+
+
+def test_the_allreduce_fit_is_the_profiled_tables():
+    """formulas/calibration.json's all-reduce constants are what tools/calibrate.py fits to aiconfigurator's all-reduce
+    op (benchmarks/data/aiconfigurator-0.12-allreduce.json, recomputed here), and every accelerator's fit holds them;
+    on the NVLink accelerators the faster of the two kernels is within 6 % of the tables at the median."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).parents[1]
+    spec = importlib.util.spec_from_file_location("calibrate", root / "tools" / "calibrate.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    committed = json.loads((root / "formulas" / "calibration.json").read_text())
+    fitted = tool.fit_allreduces()
+    assert fitted == committed["allreduces"]
+    for gpu, fit in fitted.items():
+        if gpu != "l40s":
+            assert fit["envelope_error"]["median"] < 0.06, gpu
+        for precision, values in committed["accelerators"][gpu].items():
+            assert {k: values["values"][k] for k in fit["values"]} == fit["values"], (gpu, precision)

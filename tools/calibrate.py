@@ -96,6 +96,11 @@ BORROWED_NOTE = (
 )
 
 
+# The all-reduce's constants, fitted to aiconfigurator's all-reduce tables (fit_allreduce): held, and a prompt pass
+# takes the faster of two kernels (not a sum of coefficient times term), so the end-to-end fit adds their time whole.
+ALLREDUCE_SYMBOLS = (*cal.ONE_SHOT, *cal.LARGE_MESSAGE)
+
+
 def _unit(j: int | None) -> dict[str, float]:
     """Fitted values that switch every term off but term j (at coefficient 1)."""
     values = {s.key: (np.inf if s in INVERTED else 0.0) for s in FITTED}
@@ -104,20 +109,31 @@ def _unit(j: int | None) -> dict[str, float]:
     return values
 
 
-def design(groups: list[profiled.Group]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Basis matrix (rows: TTFT then TPOT of every point; columns: FITTED), targets, and row weights.
+def design(
+    groups: list[profiled.Group], allreduce: dict[str, float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Basis matrix (rows: TTFT then TPOT of every point; columns: FITTED), targets, row weights, and the all-reduces'
+    time at their `allreduce` values (by key): the all-reduce's columns are zero.
 
     Each model weighs the same in the fit however many of its points fit in memory.
     """
-    blocks, targets, weights = [], [], []
+    blocks, targets, weights, offsets = [], [], [], []
     for group in groups:
         rows = 2 * len(group.columns["tp"])
         for output in ("ttft", "tpot"):
-            basis = np.stack([group.predict(output, _unit(j)) for j in range(len(FITTED))], axis=1)
+            zero = np.zeros(rows // 2)
+            basis = np.stack(
+                [
+                    zero if FITTED[j] in ALLREDUCE_SYMBOLS else group.predict(output, _unit(j))
+                    for j in range(len(FITTED))
+                ],
+                axis=1,
+            )
             blocks.append(basis)
             targets.append(group.columns[output])
             weights.append(np.full(len(basis), 1 / np.sqrt(rows)))
-    return np.concatenate(blocks), np.concatenate(targets), np.concatenate(weights)
+            offsets.append(group.predict(output, _unit(None) | allreduce))
+    return np.concatenate(blocks), np.concatenate(targets), np.concatenate(weights), np.concatenate(offsets)
 
 
 def _values(theta: np.ndarray) -> dict[str, float]:
@@ -157,14 +173,20 @@ def _bounded_lstsq(matrix: np.ndarray, target: np.ndarray, lower: np.ndarray) ->
 
 
 def fit(
-    basis: np.ndarray, target: np.ndarray, weights: np.ndarray, fixed: dict[int, float] | None = None
+    basis: np.ndarray,
+    target: np.ndarray,
+    weights: np.ndarray,
+    offset: np.ndarray,
+    fixed: dict[int, float] | None = None,
 ) -> np.ndarray:
-    """Coefficients minimising the squared relative error, each Max resolved at the previous round's values.
+    """Coefficients minimising the squared relative error, each Max resolved at the previous round's values, with
+    `offset` (the all-reduces' time) added to every prediction.
 
     `fixed` holds coefficients fitted elsewhere (the routed experts' kernel, fit_kernels), as coefficients.
     """
     lower = np.array([1.0 if s in INVERTED else 0.0 for s in FITTED])
-    return _alternating_fit(basis, target, weights, lower, fixed or {}, lambda theta: _active(basis, theta), ROUNDS)
+    active = lambda theta: _active(basis, theta)  # noqa: E731
+    return _alternating_fit(basis, target, weights, lower, fixed or {}, active, ROUNDS, offset)
 
 
 def _alternating_fit(
@@ -175,15 +197,19 @@ def _alternating_fit(
     held: dict[int, float],
     active: Callable[[np.ndarray], np.ndarray],
     rounds: int,
+    offset: np.ndarray | None = None,
 ) -> np.ndarray:
     """Bounded least squares of the relative error, each Max resolved at the previous round's coefficients (`active`
-    masks the basis columns that count there) until they settle; `held` (column -> coefficient) kept."""
+    masks the basis columns that count there) until they settle; `held` (column -> coefficient) kept, and `offset`
+    added to every prediction."""
     theta = lower.copy()
     theta[list(held)] = list(held.values())
     free = [j for j in range(basis.shape[1]) if j not in held]
     for _ in range(rounds):
         weighted = basis * active(theta) * (weights / target)[:, None]
         known = weighted[:, list(held)] @ np.array(list(held.values())) if held else 0.0
+        if offset is not None:
+            known = known + offset * weights / target
         new = theta.copy()
         new[free] = _bounded_lstsq(weighted[:, free], weights - known, lower[free])
         if np.allclose(new, theta, rtol=1e-9):
@@ -339,6 +365,92 @@ def kernel_values(
     return values, origin
 
 
+ALLREDUCE = profiled.DATA / "aiconfigurator-0.12-allreduce.json"
+# The messages each all-reduce kernel is fitted on, in values: the one-shot kernel's small ones (up to a decode step of
+# 256 tokens of 8,192) and the large-message kernel's (from there; the faster one serves a prompt pass).
+ALLREDUCE_DECODE_VALUES = 2**21
+ALLREDUCE_PREFILL_VALUES = 2**21
+ALLREDUCE_NOTE = (
+    "the tensor-parallel all-reduce fitted per accelerator to aiconfigurator's all-reduce op at tp 2, 4 and 8 "
+    "(benchmarks/data/aiconfigurator-0.12-allreduce.json, tools/aiconfigurator_allreduce.py): formulas/calibrated.py "
+    "allreduce's latency, its growth a doubling of the group, link share and the growth of its time a byte, the "
+    "one-shot kernel's on messages of at most 2^21 values and the large-message kernel's on those of at least 2^21; "
+    "one_shot_error and large_message_error are each kernel's on its rows, envelope_error the faster of the two's on "
+    "every row, as a prompt pass takes them; the end-to-end fits hold them"
+)
+
+
+def fit_allreduce(rows: list[dict[str, Any]], bandwidth: float) -> dict[str, Any]:
+    """formulas/calibrated.py's two all-reduce kernels for one accelerator, each on its messages, minimising the
+    squared relative error against aiconfigurator's milliseconds: linear in alpha, alpha*lambda, 1/eta and eps/eta,
+    with alpha, alpha*lambda >= 0 and the time a byte at least the link's at two accelerators and at eight (bounded
+    least squares, exact); with one group size, no growth."""
+    group = np.array([r["tp"] for r in rows], float)
+    data = np.array([r["values"] for r in rows], float) * ACTIVATION_BYTES
+    seconds = np.array([r["ms"] for r in rows]) / 1e3
+    doublings = np.minimum(np.log2(group / 2), cal.PROFILED_DOUBLINGS)
+    link = 2 * (group - 1) / group * data / bandwidth
+    # The time a byte interpolates between two accelerators' (column 2) and eight's (column 3), each at least the
+    # link's; alpha*lambda is the latency's growth a doubling.
+    last = cal.PROFILED_DOUBLINGS
+    basis = np.stack([np.ones_like(link), doublings, link * (1 - doublings / last), link * doublings / last], axis=1)
+    out: dict[str, Any] = {"values": {}}
+    one_group = bool(np.all(doublings == 0))  # a single group size: no growth to fit
+    kernels = []
+    for name, mask, (latency, growth, share, byte_growth) in (
+        ("one_shot", data <= ALLREDUCE_DECODE_VALUES * ACTIVATION_BYTES, cal.ONE_SHOT),
+        ("large_message", data >= ALLREDUCE_PREFILL_VALUES * ACTIVATION_BYTES, cal.LARGE_MESSAGE),
+    ):
+        weighted = basis[mask] / seconds[mask, None]
+        columns = [0, 2] if one_group else [0, 1, 2, 3]
+        theta = np.zeros(4)
+        theta[columns] = _bounded_lstsq(
+            weighted[:, columns], np.ones(mask.sum()), np.array([0.0, 0.0, 1.0, 1.0])[columns]
+        )
+        if one_group:
+            theta[3] = theta[2]
+        relative = np.abs(weighted @ theta - 1)
+        kernels.append(basis @ theta)
+        out["values"] |= {
+            latency.key: theta[0],
+            growth.key: theta[1] / theta[0] if theta[0] > 0 else 0.0,
+            share.key: 1 / theta[2],
+            byte_growth.key: (theta[3] - theta[2]) / (last * theta[2]),
+        }
+        out[f"{name}_error"] = {
+            "median": round(float(np.median(relative)), 4),
+            "p90": round(float(np.percentile(relative, 90)), 4),
+            "points": int(mask.sum()),
+        }
+    envelope = np.abs(np.minimum(*kernels) / seconds - 1)
+    out["envelope_error"] = {
+        "median": round(float(np.median(envelope)), 4),
+        "p90": round(float(np.percentile(envelope, 90)), 4),
+        "points": len(envelope),
+    }
+    out["values"] = {k: float(f"{v:.6g}") for k, v in out["values"].items()}
+    return out
+
+
+def fit_allreduces() -> dict[str, dict[str, Any]]:
+    """Every profiled accelerator's all-reduce fit (fit_allreduce), over the link derive prices it on."""
+    rows = json.loads(ALLREDUCE.read_text())["points"]
+    out = {}
+    for system, gpu in profiled.SYSTEMS.items():
+        mine = [r for r in rows if r["system"] == system and r["tp"] <= profiled.MAX_TP.get(gpu, np.inf)]
+        if mine:
+            link = load_gpu(gpu).link or profiled.LINKS[gpu]
+            out[gpu] = {"system": system, **fit_allreduce(mine, float(link))}
+            print(f"{gpu} all-reduce: {json.dumps(out[gpu])}")
+    return out
+
+
+def allreduce_values(allreduces: dict[str, dict[str, Any]], gpu: str) -> dict[Sym, float]:
+    """The all-reduce constants a fit on `gpu` holds, by FITTED symbol (the default accelerator's if it has none)."""
+    fitted = allreduces.get(gpu, allreduces[DEFAULT])["values"]
+    return {s: float(fitted[s.key]) for s in (*cal.ONE_SHOT, *cal.LARGE_MESSAGE)}
+
+
 def errors(groups: list[profiled.Group], values: dict[str, float]) -> dict[str, dict[str, float]]:
     """Median and 90th-percentile |relative error| of TTFT and TPOT over the groups' points."""
     return errors_each([(groups, values)])
@@ -391,7 +503,7 @@ def fit_two_stages(
     kernel = {FITTED.index(s): 1 / v if s in INVERTED else v for s, v in held.items()}
     dense, moe = [g for g in train if not g.moe], [g for g in train if g.moe]
     if dense_values is None:
-        theta = fit(*design(dense), kernel)
+        theta = fit(*design(dense, {s.key: held[s] for s in ALLREDUCE_SYMBOLS}), kernel)
     else:
         kept = {j: dense_values[s.key] for j, s in enumerate(FITTED) if s.key in dense_values and j not in kernel}
         theta = np.zeros(len(FITTED))
@@ -417,11 +529,12 @@ def fit_precision(
     precision: str,
     all_groups: list[profiled.Group],
     kernels: dict[str, dict[str, Any]],
+    allreduces: dict[str, dict[str, Any]],
     kept: dict[str, dict] | None = None,  # type: ignore[type-arg]
     dense: dict[str, dict] | None = None,  # type: ignore[type-arg]
 ) -> dict[str, dict]:  # type: ignore[type-arg]
     """One fit per accelerator of the precision's grid, with its train and test errors, holding the MoE kernel's
-    constants (`kernels`, fit_kernels).
+    constants (`kernels`, fit_kernels) and the all-reduce's (`allreduces`, fit_allreduces).
 
     `kept` (accelerator -> precision -> fit, as calibration.json holds them) are taken as they are, not refitted;
     `dense` (the same) give the dense terms of the fits that are (fit_two_stages).
@@ -438,6 +551,7 @@ def fit_precision(
         if not train:
             continue  # no tables in this precision (an A100 has no FP8)
         held, origin = kernel_values(kernels, gpu, precision)
+        held |= allreduce_values(allreduces, gpu)
         theta = fit_two_stages(train, held, dense.get(gpu, {}).get(precision, {}).get("values") if dense else None)
         values = _values(theta)
         moe = [g for g in test if g.moe]
@@ -548,6 +662,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.moe_tables:
         write_moe_tables(args.moe_tables)
     kernels = fit_kernels(profiled.moe_tables())
+    allreduces = fit_allreduces()
     old = json.loads(OUT.read_text())["accelerators"] if args.only or args.precisions else {}
     accelerators: dict[str, dict] = {}  # type: ignore[type-arg]
     groups: dict[str, list[profiled.Group]] = {}
@@ -560,7 +675,7 @@ def main(argv: list[str] | None = None) -> None:
         refit = not args.precisions or precision in args.precisions
         kept = {g: f for g, f in old.items() if not (refit and (not args.only or g in args.only))}
         dense = json.loads(OUT.read_text())["accelerators"] if args.keep_dense else None
-        for gpu, fit_ in fit_precision(precision, groups[precision], kernels, kept, dense).items():
+        for gpu, fit_ in fit_precision(precision, groups[precision], kernels, allreduces, kept, dense).items():
             accelerators.setdefault(gpu, {})[precision] = fit_
     command = "python3 tools/calibrate.py"
     for option in ("only", "precisions"):
@@ -582,6 +697,8 @@ def main(argv: list[str] | None = None) -> None:
         "accelerators": accelerators,
         "moe_kernels_note": MOE_NOTE,
         "moe_kernels": kernels,
+        "allreduce_note": ALLREDUCE_NOTE,
+        "allreduces": allreduces,
         "borrowed": borrowed(accelerators, groups),
     }
     for kind in ("accelerator", "precision"):

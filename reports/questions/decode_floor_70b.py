@@ -94,6 +94,8 @@ def _sheet(inputs: Inputs, **overrides: object):  # type: ignore[no-untyped-def]
             inline=True,
         )
         work.given(cal.eta_link, 1, "the all-reduce moves its bytes at the link's full bandwidth", inline=True)
+        work.given(cal.lambda_ar, 0, "assumed: the latency does not grow with the group", inline=True)
+        work.given(cal.eps_ar, 0, "assumed: nor the time a byte", inline=True)
         work.compute(sh.ffn_io_values_per_token)
         work.compute(cal.decode_allreduce_time, "decode_allreduce_time")
     else:

@@ -312,6 +312,8 @@ def buckets(work: Work, setup: Setup, inputs: Mapping[str, Any], allreduce: bool
             raise DeriveError(f"{setup.gpu.name} has no interconnect in the catalog", "Use --tp 1 or another --gpu")
         work.given(sh.BW_link, setup.gpu.link or 1, setup.gpu.link_note or "datasheet, one way")
         work.given(cal.eta_link, 1, "the all-reduce moves its bytes at the link's full bandwidth", inline=True)
+        work.given(cal.lambda_ar, 0, "assumed: the latency does not grow with the group", inline=True)
+        work.given(cal.eps_ar, 0, "assumed: nor the time a byte", inline=True)
         work.compute(sh.ffn_io_values_per_token)
         work.compute(cal.decode_allreduce_time)
     else:
