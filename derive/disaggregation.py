@@ -1,6 +1,7 @@
 """Disaggregated serving in `derive plan`: the best prefill pool and decode pool on one accelerator, balanced.
 
 Every layout of a search (derive/planning.py's LayoutTable) is a candidate for either pool. A prefill worker
+runs one prompt a pass on each attention rank (as aiconfigurator configures TensorRT-LLM's context servers) and
 takes Q_p requests a second within the TTFT target, the handover of each request's cache taken out of it; a
 decode worker takes Q_d, its step alone within the TPOT target at the largest batch that step and memory allow
 (formulas/disaggregated.py). Every (prefill, decode) pair is rated in closed form, S_o/(N_p/Q_p + N_d/Q_d)
@@ -32,6 +33,7 @@ class LayoutTable:
     by_memory: np.ndarray  # the largest micro-batch whose cache fits beside the weights
     pass_alone: np.ndarray  # one request's prompt pass (TTFT_L)
     per_prompt: np.ndarray  # what one more prompt adds to a pass (t_rq)
+    pass_every_rank: np.ndarray  # a pass of one prompt on each attention rank at once: a prefill worker's
 
 
 class Asked(Protocol):
@@ -227,14 +229,14 @@ def disaggregate(
     handover = at["handover"](handover_bytes[decodes][None, :], link)
     with np.errstate(divide="ignore", invalid="ignore"):
         capacity_p = at["prefill capacity"](
-            table.pass_alone[prefills][:, None],
+            table.pass_every_rank[prefills][:, None],
             table.per_prompt[prefills][:, None],
             dp[prefills][:, None],
             float(targets.ttft),
             handover,
             *served,
         )
-        slack = float(targets.ttft) - served[0] * table.pass_alone[prefills][:, None] - handover
+        slack = float(targets.ttft) - served[0] * table.pass_every_rank[prefills][:, None] - handover
         capacity_p = np.where(slack > 0, capacity_p, np.nan)
         rated = at["throughput"](
             capacity_p,
@@ -287,7 +289,7 @@ def disaggregate(
         handover=t_kv,
         handover_bytes=float(handover_bytes[d]),
         handover_link=system.fabric if nvlink[i, j] else "the network",
-        ttft=float(at["ttft"](load, table.pass_alone[p], table.per_prompt[p], layouts[p].dp, t_kv, *served)),
+        ttft=float(at["ttft"](load, table.pass_every_rank[p], table.per_prompt[p], layouts[p].dp, t_kv, *served)),
         prefill_workers_per_decode_worker=float(at["ratio"](q_p, q_d)),
         prefill_share=float(at["share"](q_p, q_d, layouts[p].accelerators, layouts[d].accelerators)),
         decode_pool_throughput=float(at["decode pool"](q_d, layouts[d].accelerators, targets.output)),

@@ -363,8 +363,10 @@ def search_gpu(
         return np.broadcast_to(twice - once_, (size,))
 
     marginal, marginal_floor = added(compiled.ttft), added(compiled.ttft_floor)
+    # A prefill worker's pass: one prompt on each of its attention ranks at once (derive/disaggregation.py).
+    every_rank = np.broadcast_to(np.asarray(compiled.ttft(*together, np.zeros(size), 1.0), float), (size,))
     inputs = [*base, marginal]
-    found.table = LayoutTable(layouts, base, by_memory, ttft, marginal)
+    found.table = LayoutTable(layouts, base, by_memory, ttft, marginal, every_rank)
     by_tpot = np.floor(largest_batch(compiled.branches, inputs, float(targets.tpot)) + 1e-9)
     batch = np.minimum(np.minimum(by_tpot, by_memory), max_batch)
     for i, layout in enumerate(layouts):

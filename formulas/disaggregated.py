@@ -145,23 +145,28 @@ kv_handover_time = formula(
     "Every decode accelerator receives its own share of the request's cache at once, each over its own link "
     "(NVLink where both workers sit in one domain, else its NIC).",
 )
-# A prefill worker's passes, as served: kappa_p of the profiled ones, everywhere formulas/queueing.py uses them.
-_SERVED_PASSES = {qu.ttft_c.symbol: kappa_p.symbol * qu.ttft_c.symbol, qu.t_rq.symbol: kappa_p.symbol * qu.t_rq.symbol}
+# A prefill worker runs one prompt a pass on each rank: its engine's token budget is one prompt, as aiconfigurator 0.12
+# configures TensorRT-LLM context servers (prefill_max_batch_size 1, max_num_tokens = ISL: aiconfigurator/sdk/task_v2.py
+# lines 641 and 2682), so a prompt's service is the whole pass, not what one more prompt adds to a batched one.
+_ONE_PROMPT_A_PASS = {qu.t_rq.symbol: qu.ttft_c.symbol / qu.q_1.symbol}
+# Its passes, as served: kappa_p of the profiled ones, everywhere formulas/queueing.py uses them.
+_SERVED_PASSES = {qu.ttft_c.symbol: kappa_p.symbol * qu.ttft_c.symbol}
 
 
 def _served(expr: sympy.Expr) -> sympy.Expr:
-    """A queueing form over the passes alone (its wait, load and service time written out), served."""
+    """A queueing form over a prefill worker's passes alone (its wait, load and service time written out), one prompt
+    a pass, served."""
     spelled = expr.xreplace({qu.W_q.symbol: qu.prompt_queue_wait.expr})
     spelled = spelled.xreplace({qu.rho_p.symbol: qu.prompt_load.expr, qu.S_rq.symbol: qu.prompt_service_time.expr})
-    return spelled.xreplace(_SERVED_PASSES)
+    return spelled.xreplace(_ONE_PROMPT_A_PASS).xreplace(_SERVED_PASSES)
 
 
 prefill_worker_capacity = formula(
     Q_p,
     u_p.symbol * _served(qu.ttft_capacity.expr).xreplace({qu.T_max.symbol: qu.T_max.symbol - t_kv.symbol}),
     "formulas/queueing.py's Q_T over the served passes with the handover taken out of the target, at the paired "
-    "pool's share u_p: a prefill worker is an M/D/1 queue of prompts like an aggregated copy's ranks, and its "
-    "requests must still cross before their first token.",
+    "pool's share u_p: a prefill worker is an M/D/1 queue of prompts like an aggregated copy's ranks, each served by "
+    "a whole pass of its own, and its requests must still cross before their first token.",
 )
 decode_worker_step = formula(
     t_dw, kappa_d.symbol * t_tok.symbol, "formulas/layout.py's decode step alone (no prompt pass), as served."

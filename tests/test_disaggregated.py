@@ -41,9 +41,10 @@ def test_the_pools_by_hand():
       H100 datasheet's 900 GB/s halved) where both workers fit one 8-GPU node.
     - Serving (aiconfigurator 0.12's Task defaults): a prefill worker's pass is 1.1 of the profiled one, a decode
       worker's step 1.08, and paired pools deliver 0.9 and 0.92 of their standalone rates.
-    - Decode worker: Q_d = 0.92·B_L/(S_o·1.08·step); prefill worker: the M/D/1 TTFT (formulas/queueing.py) over
-      passes 1.1 as long, plus the handover, equals the target at Q_p/0.9; together S_o/(N_p/Q_p + N_d/Q_d) tokens a
-      second per accelerator.
+    - Decode worker: Q_d = 0.92·B_L/(S_o·1.08·step); prefill worker: one prompt a pass on each attention rank (a
+      context server's token budget one prompt, as aiconfigurator configures it), so the M/D/1 TTFT
+      (formulas/queueing.py) with that whole pass, 1.1 as long, as each prompt's service, plus the handover, equals
+      the target at Q_p/0.9; together S_o/(N_p/Q_p + N_d/Q_d) tokens a second per accelerator.
     """
     found, split = _split()
     table = found.table
@@ -60,10 +61,10 @@ def test_the_pools_by_hand():
     assert split.decode_step == pytest.approx(1.08 * alone_step, rel=1e-12)
     assert split.decode_capacity == pytest.approx(0.92 * split.decode_sequences / (256 * split.decode_step), rel=1e-12)
     i = table.layouts.index(split.prefill)
-    alone, per_prompt = 1.1 * float(table.pass_alone[i]), 1.1 * float(table.per_prompt[i])
+    alone = 1.1 * float(table.pass_every_rank[i])  # one prompt on each rank, and each prompt's service
     offered = split.prefill_capacity / 0.9  # the queue at its standalone rate
-    rho = offered * per_prompt / split.prefill.dp  # each attention rank's share of the prompts
-    wait = rho * per_prompt / (2 * (1 - rho))  # M/D/1, Pollaczek-Khinchine
+    rho = offered * alone / split.prefill.dp  # each attention rank's share of the prompts
+    wait = rho * alone / (2 * (1 - rho))  # M/D/1, Pollaczek-Khinchine
     assert alone + wait + split.handover == pytest.approx(2.0, rel=1e-9)
     assert split.ttft == pytest.approx(2.0, rel=1e-9)  # busy at capacity: the mean TTFT is the target
     per_accelerator = 256 / (
@@ -86,8 +87,9 @@ def test_the_decode_batch_is_the_largest_its_step_allows():
 
 def test_the_old_forms_at_their_limits():
     """With prompts free (Q_p without bound) the two pools are the decode pool alone, and with no handover the
-    prefill worker's capacity is an aggregated copy's TTFT capacity and its TTFT the queued prompt pass, once serving
-    costs nothing over the profiled passes (kappa = u = 1, as in the floor)."""
+    prefill worker's capacity is an aggregated copy's TTFT capacity and its TTFT the queued prompt pass, each prompt
+    served by a whole pass (t_rq = TTFT_L), once serving costs nothing over the profiled passes (kappa = u = 1, as in
+    the floor)."""
     lib = library()
     unserved = {s.symbol: 1 for s in (dis.kappa_p, dis.kappa_d, dis.u_p, dis.u_d)}
     throughput = lib.get("disaggregated_throughput").expr.subs(
@@ -96,12 +98,13 @@ def test_the_old_forms_at_their_limits():
     throughput = throughput.subs(dis.r_pd.symbol, lib.get("prefill_workers_per_decode_worker").expr)
     assert sympy.limit(throughput, dis.Q_p.symbol, sympy.oo) == dis.R_dp.symbol
     capacity = lib.get("prefill_worker_capacity").expr.subs(unserved)
+    whole_pass = {lay.t_rq.symbol: qu.ttft_c.symbol / qu.q_1.symbol}
     aggregated = lib.get("ttft_capacity").expr.subs(qu.S_rq.symbol, lib.get("prompt_service_time").expr)
-    assert sympy.simplify(capacity.subs(dis.t_kv.symbol, 0) - aggregated) == 0
+    assert sympy.simplify(capacity.subs(dis.t_kv.symbol, 0) - aggregated.subs(whole_pass)) == 0
     ttft = lib.get("disaggregated_ttft").expr.subs(unserved)
     queued = qu.ttft_c.symbol + lib.get("prompt_queue_wait").expr.subs(
         {qu.rho_p.symbol: lib.get("prompt_load").expr, qu.S_rq.symbol: lib.get("prompt_service_time").expr}
-    )
+    ).subs(whole_pass)
     assert sympy.simplify(ttft.subs(dis.t_kv.symbol, 0) - queued) == 0
     # And the decode pool's tokens are an aggregated copy's where prompts add nothing to its step (t_rq = 0).
     decode = lib.get("decode_worker_capacity").expr.subs(dis.t_dw.symbol, lib.get("decode_worker_step").expr)
