@@ -825,8 +825,10 @@ class Plan:
         if self.disaggregated is not None:
             out.append(
                 "disaggregated: a prefill pool and a decode pool of the same accelerator, balanced (formulas/"
-                "disaggregated.py); a prefill worker's TTFT is its M/D/1 wait, the prompt pass and the handover of the "
-                "request's cache to its decode worker; a decode worker's TPOT is its step alone"
+                "disaggregated.py); a prefill worker runs one prompt a pass on each attention rank (a context "
+                "server's token budget one prompt, as aiconfigurator 0.12 configures TensorRT-LLM's), and its TTFT is "
+                "its M/D/1 wait, the prompt pass and the handover of the request's cache to its decode worker; a "
+                "decode worker's TPOT is its step alone"
                 + (
                     ""
                     if self.floor
