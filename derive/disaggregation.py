@@ -158,8 +158,9 @@ def _formulas() -> dict[str, Callable[..., Any]]:
 
     library = formulas.library()
     served = (dis.kappa_p, dis.kappa_d, dis.u_p, dis.u_d)  # arguments: the floor sets them to 1
-    capacity_of = (lay.ttft_c, lay.t_rq, lay.dp, qu.T_max, dis.t_kv, *served)
-    ttft_of = (qu.lam_c, lay.ttft_c, lay.t_rq, lay.dp, dis.t_kv, *served)
+    # A prefill worker's prompt is served by a whole pass (formulas/disaggregated.py): its forms take no t_rq.
+    capacity_of = (lay.ttft_c, lay.dp, qu.T_max, dis.t_kv, *served)
+    ttft_of = (qu.lam_c, lay.ttft_c, lay.dp, dis.t_kv, *served)
     pools = (dis.Q_p, dis.Q_d, dis.N_p, dis.N_d, sym.S_o)
 
     def numeric(quantity: Any, inputs: tuple[Any, ...]) -> Callable[..., Any]:
@@ -230,7 +231,6 @@ def disaggregate(
     with np.errstate(divide="ignore", invalid="ignore"):
         capacity_p = at["prefill capacity"](
             table.pass_every_rank[prefills][:, None],
-            table.per_prompt[prefills][:, None],
             dp[prefills][:, None],
             float(targets.ttft),
             handover,
@@ -289,7 +289,7 @@ def disaggregate(
         handover=t_kv,
         handover_bytes=float(handover_bytes[d]),
         handover_link=system.fabric if nvlink[i, j] else "the network",
-        ttft=float(at["ttft"](load, table.pass_every_rank[p], table.per_prompt[p], layouts[p].dp, t_kv, *served)),
+        ttft=float(at["ttft"](load, table.pass_every_rank[p], layouts[p].dp, t_kv, *served)),
         prefill_workers_per_decode_worker=float(at["ratio"](q_p, q_d)),
         prefill_share=float(at["share"](q_p, q_d, layouts[p].accelerators, layouts[d].accelerators)),
         decode_pool_throughput=float(at["decode pool"](q_d, layouts[d].accelerators, targets.output)),

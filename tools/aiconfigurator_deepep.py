@@ -654,34 +654,21 @@ def main() -> int:
             entry["headline_h7168_k8"] = ds
             # LL: table-range-only fit (<= 256 tokens), for reference
             if path == "ll":
-                entry["dispatch_table_range_only"] = fit_points(
-                    [
-                        p
-                        for p in points
-                        if p["system"] == system
-                        and p["path"] == path
-                        and p["op"] == "dispatch"
-                        and p["comm_dtype"] == head["dispatch"]
-                        and p["lookup"] != "extrapolated"
-                    ],
-                    defn,
-                    bw,
-                    by_shape=False,
-                )
-                entry["combine_table_range_only"] = fit_points(
-                    [
-                        p
-                        for p in points
-                        if p["system"] == system
-                        and p["path"] == path
-                        and p["op"] == "combine"
-                        and p["comm_dtype"] == head["combine"]
-                        and p["lookup"] != "extrapolated"
-                    ],
-                    defn,
-                    bw,
-                    by_shape=False,
-                )
+                for op in ("dispatch", "combine"):
+                    entry[f"{op}_table_range_only"] = fit_points(
+                        [
+                            p
+                            for p in points
+                            if p["system"] == system
+                            and p["path"] == path
+                            and p["op"] == op
+                            and p["comm_dtype"] == head[op]
+                            and p["lookup"] != "extrapolated"
+                        ],
+                        defn,
+                        bw,
+                        by_shape=False,
+                    )
             fits.setdefault(system, {})[path] = entry
 
     out = {

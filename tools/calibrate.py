@@ -185,8 +185,9 @@ def fit(
     `fixed` holds coefficients fitted elsewhere (the routed experts' kernel, fit_kernels), as coefficients.
     """
     lower = np.array([1.0 if s in INVERTED else 0.0 for s in FITTED])
-    active = lambda theta: _active(basis, theta)  # noqa: E731
-    return _alternating_fit(basis, target, weights, lower, fixed or {}, active, ROUNDS, offset)
+    return _alternating_fit(
+        basis, target, weights, lower, fixed or {}, lambda theta: _active(basis, theta), ROUNDS, offset
+    )
 
 
 def _alternating_fit(
