@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 
+import numpy as np
 import pytest
 import sympy
 from hypothesis import given, settings
@@ -14,6 +16,8 @@ from derive.calibration import FITTED, calibration
 from derive.catalog import load_gpu
 from derive.sweeps import Grid, evaluate_grid, predict_target
 from formulas import calibrated as cal
+
+ROOT = Path(__file__).parents[1]
 
 
 def _json(run, *args):
@@ -253,19 +257,44 @@ def test_a_prompt_pass_takes_the_faster_allreduce_kernel():
     assert _allreduce_seconds(2, 64e3, cal.PREFILL_LINK, constants) == pytest.approx(3e-6 + 64e3 / (0.3 * 450e9))
 
 
+def _calibrate_tool():  # type: ignore[no-untyped-def]
+    """tools/calibrate.py, a script rather than a package module, loaded as one."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("calibrate", ROOT / "tools" / "calibrate.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def test_the_fit_finds_a_max_side_the_lower_bounds_never_activate():
+    """t = max(a/eta_1, b/eta_2) with eta_2 = 0.4 and b < a everywhere: from the lower bounds (both shares 1) the b side
+    never counts and alternation alone settles with it unfitted; started again with it at a share of 1/2, the fit
+    recovers both shares exactly."""
+    tool = _calibrate_tool()
+    b = np.linspace(0.1, 0.9, 9)
+    basis = np.stack([np.ones_like(b), b], axis=1)
+    truth = np.array([1 / 0.9, 1 / 0.4])
+    target = np.maximum(basis[:, 0] * truth[0], basis[:, 1] * truth[1])
+
+    def active(theta: np.ndarray) -> np.ndarray:
+        first = basis[:, 0] * theta[0] >= basis[:, 1] * theta[1]
+        return np.stack([first, ~first], axis=1)
+
+    lower, weights = np.ones(2), np.ones_like(b)
+    stuck = tool._alternating_fit(basis, target, weights, lower, {}, active, tool.ROUNDS)
+    assert stuck[1] == 1.0  # never fitted
+    fitted = tool._alternating_fit(basis, target, weights, lower, {}, active, tool.ROUNDS, flipped=[[1]])
+    assert fitted == pytest.approx(truth)
+
+
 def test_the_allreduce_fit_is_the_profiled_tables():
     """formulas/calibration.json's all-reduce constants are what tools/calibrate.py fits to aiconfigurator's all-reduce
     op (benchmarks/data/aiconfigurator-0.12-allreduce.json, recomputed here), and every accelerator's fit holds them;
     on the NVLink accelerators the faster of the two kernels is within 6 % of the tables at the median."""
-    import importlib.util
-    from pathlib import Path
-
-    root = Path(__file__).parents[1]
-    spec = importlib.util.spec_from_file_location("calibrate", root / "tools" / "calibrate.py")
-    assert spec is not None and spec.loader is not None
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    committed = json.loads((root / "formulas" / "calibration.json").read_text())
+    tool = _calibrate_tool()
+    committed = json.loads((ROOT / "formulas" / "calibration.json").read_text())
     fitted = tool.fit_allreduces()
     assert fitted == committed["allreduces"]
     for gpu, fit in fitted.items():

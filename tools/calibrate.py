@@ -81,6 +81,8 @@ MOE_NOTE = (
     "MoE training model (MXFP4's differ from those as the two kernels' tables do)"
 )
 ROUNDS = 12
+# A Max's other side's coefficient where the alternating fit starts again (_alternating_fit): a share of 1/2.
+START_FLIPPED = 2.0
 MAX_TP_NOTE = (
     "fitted and tested on tensor-parallel sizes up to max_tp only (benchmarks/profiled.py MAX_TP): beyond it the "
     "profiled all-reduces slow down per byte far more than one link efficiency follows; beyond_max_tp_test_error "
@@ -185,8 +187,9 @@ def fit(
     `fixed` holds coefficients fitted elsewhere (the routed experts' kernel, fit_kernels), as coefficients.
     """
     lower = np.array([1.0 if s in INVERTED else 0.0 for s in FITTED])
+    flipped = [[FITTED.index(s) for s in second] for _, second in PAIRS]
     return _alternating_fit(
-        basis, target, weights, lower, fixed or {}, lambda theta: _active(basis, theta), ROUNDS, offset
+        basis, target, weights, lower, fixed or {}, lambda theta: _active(basis, theta), ROUNDS, offset, flipped
     )
 
 
@@ -199,24 +202,41 @@ def _alternating_fit(
     active: Callable[[np.ndarray], np.ndarray],
     rounds: int,
     offset: np.ndarray | None = None,
+    flipped: list[list[int]] | None = None,
 ) -> np.ndarray:
     """Bounded least squares of the relative error, each Max resolved at the previous round's coefficients (`active`
     masks the basis columns that count there) until they settle; `held` (column -> coefficient) kept, and `offset`
-    added to every prediction."""
-    theta = lower.copy()
-    theta[list(held)] = list(held.values())
-    free = [j for j in range(basis.shape[1]) if j not in held]
-    for _ in range(rounds):
-        weighted = basis * active(theta) * (weights / target)[:, None]
-        known = weighted[:, list(held)] @ np.array(list(held.values())) if held else 0.0
-        if offset is not None:
-            known = known + offset * weights / target
-        new = theta.copy()
-        new[free] = _bounded_lstsq(weighted[:, free], weights - known, lower[free])
-        if np.allclose(new, theta, rtol=1e-9):
-            break
-        theta = new
-    return theta
+    added to every prediction.
+
+    Alternation settles where it starts: from the lower bounds every Max's first side counts on every row, and its
+    other side, never active, is never fitted (the decode GEMMs' FLOP share stayed at 1). So it starts again with
+    each of `flipped`'s column sets (a Max's other side) at coefficient START_FLIPPED, and the settled
+    coefficients of lowest error win."""
+    base = 0.0 if offset is None else offset
+
+    def settle(theta: np.ndarray) -> np.ndarray:
+        theta[list(held)] = list(held.values())
+        free = [j for j in range(basis.shape[1]) if j not in held]
+        for _ in range(rounds):
+            weighted = basis * active(theta) * (weights / target)[:, None]
+            known = weighted[:, list(held)] @ np.array(list(held.values())) if held else 0.0
+            new = theta.copy()
+            new[free] = _bounded_lstsq(weighted[:, free], weights - known - base * weights / target, lower[free])
+            if np.allclose(new, theta, rtol=1e-9):
+                break
+            theta = new
+        return theta
+
+    def cost(theta: np.ndarray) -> float:
+        predicted = (basis * active(theta)) @ theta + base
+        return float(np.sum(((predicted / target - 1) * weights) ** 2))
+
+    starts = [lower.copy()]
+    for columns in flipped or []:
+        start = lower.copy()
+        start[columns] = np.maximum(lower[columns], START_FLIPPED)
+        starts.append(start)
+    return min((settle(start) for start in starts), key=cost)
 
 
 def _imbalance(table: profiled.MoeTable) -> float:
@@ -271,7 +291,7 @@ def _kernel_fit(rows: list[tuple[np.ndarray, np.ndarray]], held: dict[int, float
         every = np.ones_like(streams)
         return np.stack([every, streams, ~streams, every, ~streams, every, every], axis=1)
 
-    return _alternating_fit(basis, latency, weights, lower, held, active, ROUNDS * 4)
+    return _alternating_fit(basis, latency, weights, lower, held, active, ROUNDS * 4, flipped=[[2]])
 
 
 def _kernel_error(rows: list[tuple[np.ndarray, np.ndarray]], theta: np.ndarray) -> dict[str, float]:
