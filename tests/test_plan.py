@@ -280,7 +280,7 @@ def test_the_step_terms_of_why_by_hand():
 
 def test_why_names_deepeps_latency_when_whole_experts_lose():
     """DeepSeek-V3 in FP8 on B200 at 50 ms: dp8 with experts split 2 ways in 4 groups beats dp8 with whole experts
-    (aiconfigurator's own best, benchmarks/plan_scenarios.py), and what separates them is DeepEP's fixed time a MoE
+    (aiconfigurator's own best, benchmarks/plan_compare.py), and what separates them is DeepEP's fixed time a MoE
     layer, which only the whole experts' dispatch pays (formulas/deepep.json): 58 layers x alpha_E a slot."""
     from derive.calibration import deepep
     from derive.planning import runner_up
