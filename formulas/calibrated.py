@@ -12,6 +12,8 @@ the floor. The fitted values per accelerator are in formulas/calibration.json
 (tools/calibrate.py).
 """
 
+from typing import NamedTuple
+
 import sympy
 
 from derive.core.library import formula, larger, smaller
@@ -514,25 +516,37 @@ def _allreduce(tokens: sympy.Expr, kernels: tuple[tuple[Sym, Sym, Sym, Sym], ...
     return L.symbol * m_ar.symbol * allreduce(tokens * v_d.symbol * b_a.symbol, n.symbol, kernels, BW_link)
 
 
+class Kernel(NamedTuple):
+    """A MoE kernel's fitted constants, and whether its streaming and its computing overlap."""
+
+    fixed: Sym  # a layer's fixed time
+    per_expert: Sym | None  # a fixed time for each expert a rank holds (a decode step's few rows an expert)
+    passes: Sym  # passes over the routed activations
+    gemm: Sym  # share of the peak FLOP/s
+    padding: Sym | None  # FLOPs a byte of touched experts' weights on part-filled tiles (a prompt pass's)
+    overlapped: bool  # the longer of streaming and computing, else the two one after the other
+
+
 def routed_experts(
     layers: sympy.Expr,
-    kernel: tuple[Sym, Sym | None, Sym, Sym, Sym | None],
+    kernel: Kernel,
     expert_bytes: sympy.Expr,
     expert_flops: sympy.Expr,
     routed_activations: sympy.Expr,
     experts: sympy.Expr,
 ) -> sympy.Expr:
-    """A MoE kernel over `layers` layers, its `kernel` (DECODE_KERNEL or PREFILL_KERNEL): each layer a fixed time, a
-    fixed time for each of the rank's `experts` (decode), and its passes over the `routed_activations` bytes; then the
-    touched `expert_bytes` streamed, or the `expert_flops` and the padding's FLOPs a byte of them computed, whichever
-    is longer (formulas/layout.py prices a slot so too)."""
-    fixed, per_expert, passes, gemm, padding = kernel
+    """A MoE kernel over `layers` layers (DECODE_KERNEL or PREFILL_KERNEL): each layer a fixed time, a fixed time for
+    each of the rank's `experts` (decode), and its passes over the `routed_activations` bytes; then the touched
+    `expert_bytes` streamed and the `expert_flops` and the padding's FLOPs a byte of them computed, the longer of the
+    two where the kernel overlaps them, else both (formulas/layout.py prices a slot so too)."""
     streaming = expert_bytes / (eta_x.symbol * BW.symbol)
-    padded = expert_flops + (padding.symbol * expert_bytes if padding is not None else 0)
-    per_layer = fixed.symbol + passes.symbol * routed_activations / BW.symbol
-    if per_expert is not None:
-        per_layer += per_expert.symbol * experts
-    return layers * per_layer + larger(streaming, padded / (gemm.symbol * P.symbol))
+    padded = expert_flops + (kernel.padding.symbol * expert_bytes if kernel.padding is not None else 0)
+    computing = padded / (kernel.gemm.symbol * P.symbol)
+    per_layer = kernel.fixed.symbol + kernel.passes.symbol * routed_activations / BW.symbol
+    if kernel.per_expert is not None:
+        per_layer += kernel.per_expert.symbol * experts
+    both = larger(streaming, computing) if kernel.overlapped else streaming + computing
+    return layers * per_layer + both
 
 
 step_fixed_time = formula(
@@ -607,15 +621,17 @@ prefill_narrow_expert_time = formula(
 _ROUTED = (
     "aiconfigurator's profiled MoE kernels (TensorRT-LLM grouped GEMMs, one op a MoE layer) cost a fixed time a "
     "layer however few tokens and a few passes over the k routed copies of every token's activation, which tensor "
-    "parallelism does not split; then they stream the experts the tokens touch or compute their FLOPs at shares of "
+    "parallelism does not split; then they stream the experts the tokens touch and compute their FLOPs at shares of "
     "the peaks that depend on the experts' format (MXFP4's 4-bit weights are dequantised in the kernel); all fitted "
     "per accelerator and format to aiconfigurator 0.12's MoE tables (tools/calibrate.py), the fixed time less what "
     "a dense layer's t_L already counts. Zero for a dense model."
 )
-# The decode step's kernel and the prompt pass's: fixed time, fixed time an expert (a decode step's few rows an
-# expert; in a prompt pass it is part of the padding), activation passes, FLOP share, padding (none at decode).
-DECODE_KERNEL = (t_x, t_xE, m_x, eta_xg, None)
-PREFILL_KERNEL = (t_xp, None, m_xp, eta_xp, I_xp)
+# The decode step's kernel and the prompt pass's. At a decode step each expert sees a few rows: a tile's few
+# k-steps leave its weight loads and its MMAs too short a pipeline to hide one behind the other, so the two add
+# (fitted so, the MoE tables' decode rows are 1-2 points closer at the median on every accelerator than with the
+# longer of the two); a prompt pass's long tiles overlap them.
+DECODE_KERNEL = Kernel(t_x, t_xE, m_x, eta_xg, None, overlapped=False)
+PREFILL_KERNEL = Kernel(t_xp, None, m_xp, eta_xp, I_xp, overlapped=True)
 
 
 def _routed_activations(tokens: sympy.Expr) -> sympy.Expr:
@@ -623,9 +639,7 @@ def _routed_activations(tokens: sympy.Expr) -> sympy.Expr:
     return tokens * k_x.symbol * v_d.symbol * b_a.symbol
 
 
-def _routed_on_one_node(
-    kernel: tuple[Sym, Sym | None, Sym, Sym, Sym | None], expert_bytes: Sym, tokens: sympy.Expr
-) -> sympy.Expr:
+def _routed_on_one_node(kernel: Kernel, expert_bytes: Sym, tokens: sympy.Expr) -> sympy.Expr:
     """The routed experts' kernel for `tokens` on n accelerators splitting every expert (no expert parallelism)."""
     return routed_experts(
         L_x.symbol,
@@ -654,8 +668,8 @@ calibrated_step_time = formula(
     + larger(t_K.symbol, t_A.symbol)
     + t_ew.symbol,
     "Kernels run one after another: the GEMMs take the longer of streaming and computing, the routed experts' "
-    "kernel likewise, attention the longer of reading the cache and computing, and the all-reduces sit between them "
-    "on the critical path.",
+    "kernel streams then computes (DECODE_KERNEL), attention takes the longer of reading the cache and computing, "
+    "and the all-reduces sit between them on the critical path.",
 )
 
 prefill_allreduce_time = formula(t_arp, _allreduce(B.symbol * S_p.symbol, PREFILL_LINK), _MEGATRON)

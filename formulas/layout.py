@@ -313,7 +313,7 @@ def _calibrated_slot(
     link: tuple[tuple[Sym, Sym, Sym, Sym], ...],
     narrow: Sym,
     routed: Sym,
-    kernel: tuple[Sym, Sym | None, Sym, Sym, Sym | None],
+    kernel: cal.Kernel,
     shares: tuple[Sym, Sym, Sym, Sym, Sym],
     imbalance: Sym,
     wide: tuple[Sym, Sym, sympy.Expr],
@@ -498,7 +498,7 @@ layout_slot_time = formula(
     ),
     "The calibrated step (formulas/calibrated.py) over one accelerator's share of one slot: the stage's fixed "
     "layer time, its all-reduces and all-to-alls (latency and wire at the fitted link share), narrow experts, the "
-    "routed experts' MoE kernel, streaming against computing, the cache against attention, and the rank's unsplit "
+    "routed experts' MoE kernel (streaming then computing), the cache against attention, and the rank's unsplit "
     "elementwise passes.",
 )
 layout_tpot = formula(

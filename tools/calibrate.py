@@ -60,15 +60,13 @@ DEFAULT = "h100"
 # Coefficient j multiplies basis j: the fixed times and the pass count directly, the efficiencies inverted.
 INVERTED = {s for s in FITTED if s.key.endswith("efficiency")}
 # Pairs under one Max: weight streaming against the GEMMs (decode's or the prompt pass's), the cache
-# against attention's FLOPs, the routed experts' streaming against their FLOPs (in the fit's format and in each
-# checkpoint format). Every other term adds.
+# against attention's FLOPs, the routed experts' streaming against their prompt pass's FLOPs (in the fit's format and
+# in each checkpoint format; a decode step's MoE kernel streams then computes, cal.DECODE_KERNEL). Every other term
+# adds.
 PAIRS = (
     (cal.eta_w, (cal.eta_g, cal.eta_p)),
     (cal.eta_kv, (cal.eta_a,)),
-    *(
-        (formats[cal.eta_x], (formats[cal.eta_xg], formats[cal.eta_xp]))
-        for formats in (cal.OWN_FORMAT, *cal.EXPERT_FORMATS.values())
-    ),
+    *((formats[cal.eta_x], (formats[cal.eta_xp],)) for formats in (cal.OWN_FORMAT, *cal.EXPERT_FORMATS.values())),
 )
 MOE_DECODE_TOKENS = 512  # the kernel's decode rows: a decode step's tokens
 MOE_PREFILL_TOKENS = 1024  # its prompt rows: a prompt pass's
@@ -278,27 +276,40 @@ SHARED = (("decode", cal.w_0, cal.m_x), ("prefill", cal.w_0p, cal.m_xp))
 SHARED_SYMBOLS = tuple(s for _, *pair in SHARED for s in pair)
 
 
-def _kernel_fit(rows: list[tuple[np.ndarray, np.ndarray]], held: dict[int, float]) -> np.ndarray:
+def _kernel_active(basis: np.ndarray, theta: np.ndarray, kernel: cal.Kernel) -> np.ndarray:
+    """Mask of KERNEL_TERMS's columns that count at `theta`: streaming and computing both where `kernel` does not
+    overlap them, else the longer (formulas/calibrated.py routed_experts)."""
+    streams = basis[:, 1] * theta[1] >= basis[:, 2] * theta[2] + basis[:, 4] * theta[4]
+    every = np.ones_like(streams)
+    if not kernel.overlapped:
+        streams, computes = every, every
+    else:
+        computes = ~streams
+    return np.stack([every, streams, computes, every, computes, every, every], axis=1)
+
+
+def _kernel_fit(rows: list[tuple[np.ndarray, np.ndarray]], held: dict[int, float], kernel: cal.Kernel) -> np.ndarray:
     """Coefficients of KERNEL_TERMS minimising the squared relative error against the latencies, each table weighing
-    the same, the Max resolved by alternation as fit() does; `held` (term index -> coefficient) kept."""
+    the same, a Max resolved by alternation as fit() does; `held` (term index -> coefficient) kept."""
     basis = np.concatenate([features for features, _ in rows])
     latency = np.concatenate([y for _, y in rows])
     weights = np.concatenate([np.full(len(y), 1 / np.sqrt(len(y))) for _, y in rows])
     lower = np.array([0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    return _alternating_fit(
+        basis,
+        latency,
+        weights,
+        lower,
+        held,
+        lambda theta: _kernel_active(basis, theta, kernel),
+        ROUNDS * 4,
+        flipped=[[2]],
+    )
 
-    def active(theta: np.ndarray) -> np.ndarray:
-        streams = basis[:, 1] * theta[1] >= basis[:, 2] * theta[2] + basis[:, 4] * theta[4]
-        every = np.ones_like(streams)
-        return np.stack([every, streams, ~streams, every, ~streams, every, every], axis=1)
 
-    return _alternating_fit(basis, latency, weights, lower, held, active, ROUNDS * 4, flipped=[[2]])
-
-
-def _kernel_error(rows: list[tuple[np.ndarray, np.ndarray]], theta: np.ndarray) -> dict[str, float]:
+def _kernel_error(rows: list[tuple[np.ndarray, np.ndarray]], theta: np.ndarray, kernel: cal.Kernel) -> dict[str, float]:
     def predict(b: np.ndarray) -> np.ndarray:
-        computing = theta[2] * b[:, 2] + theta[4] * b[:, 4]
-        fixed = theta[0] + theta[6] * b[:, 6]
-        return fixed + np.maximum(theta[1] * b[:, 1], computing) + theta[3] * b[:, 3] + theta[5] * b[:, 5]
+        return (b * _kernel_active(b, theta, kernel)) @ theta
 
     relative = np.concatenate([np.abs(predict(b) / y - 1) for b, y in rows])
     return {
@@ -323,8 +334,8 @@ def fit_kernel(tables: list[profiled.MoeTable], shared: dict[str, float] | None 
             if mask.any():
                 passes[name].append((features[mask], table.latency[mask]))
     held = {name: {} if shared is None else {3: shared[w.key], 5: shared[m.key]} for name, w, m in SHARED}
-    decode = _kernel_fit(passes["decode"], {4: 0.0} | held["decode"])
-    prefill = _kernel_fit(passes["prefill"], {1: decode[1], 6: 0.0} | held["prefill"])
+    decode = _kernel_fit(passes["decode"], {4: 0.0} | held["decode"], cal.DECODE_KERNEL)
+    prefill = _kernel_fit(passes["prefill"], {1: decode[1], 6: 0.0} | held["prefill"], cal.PREFILL_KERNEL)
     values = {
         cal.t_x: decode[0],
         cal.t_xE: decode[6],
@@ -341,8 +352,8 @@ def fit_kernel(tables: list[profiled.MoeTable], shared: dict[str, float] | None 
     return {
         "values": {s.key: float(f"{v:.6g}") for s, v in values.items()},
         "tables": len(tables),
-        "decode_error": _kernel_error(passes["decode"], decode),
-        "prefill_error": _kernel_error(passes["prefill"], prefill),
+        "decode_error": _kernel_error(passes["decode"], decode, cal.DECODE_KERNEL),
+        "prefill_error": _kernel_error(passes["prefill"], prefill, cal.PREFILL_KERNEL),
     }
 
 
