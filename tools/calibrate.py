@@ -19,17 +19,19 @@ can (profiled.MAX_TP) and reports its error beyond them apart. A borrowed fit's 
 The routed experts' MoE kernel is fitted apart, to aiconfigurator's MoE kernel tables (benchmarks/profiled.py
 moe_tables: 2,690 shapes, formats and layouts), per accelerator and expert format (formulas/calibrated.py
 routed_experts and narrow_expert_time): a fixed time a MoE layer and passes over the routed activations, then the
-touched experts' bytes streamed or their FLOPs (and the prompt pass's tile padding) computed, whichever is longer,
-and the narrow-width extra; on the tables' decode rows (at most MOE_DECODE_TOKENS tokens), then apart on their
-prompt rows (at least MOE_PREFILL_TOKENS). The end-to-end fit holds those shares of the peaks, in its precision's
-format and in MXFP4 (fit_two_stages): it fits every dense term on the dense training models, then on the MoE
-training model only the fixed time a MoE layer adds to a dense layer's (whose t_L already counts an MLP's kernels).
+touched experts' bytes streamed and their FLOPs computed (one after the other at a decode step; at a prompt pass,
+with its tile padding, whichever is longer), and the narrow-width extra; on the tables' decode rows (at most
+MOE_DECODE_TOKENS tokens), then apart on their prompt rows (at least MOE_PREFILL_TOKENS). The end-to-end fit
+holds those shares of the peaks, in its precision's format and in MXFP4 (fit_two_stages): it fits every dense
+term on the dense training models, then on the MoE training model only the fixed time a MoE layer adds to a dense
+layer's (whose t_L already counts an MLP's kernels).
 
 Every term of formulas/calibrated.py is linear in one fitted coefficient (a fixed time, a latency,
 an inverse efficiency, a pass count) except where two sit under one Max. So the fit alternates:
 take each Max's larger side at the current values, then solve the linear least squares in relative
 error with every coefficient bounded (efficiencies at most 1, times at least 0), exactly, over the
-subsets of coefficients at their bound. Three or four rounds settle it.
+subsets of coefficients at their bound. Three or four rounds settle it, from the lower bounds and again
+from each Max's other side (_alternating_fit), and the lower error wins.
 """
 
 from __future__ import annotations
