@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from derive.batch_roots import largest_batch
-from derive.layouts import Layout
+from derive.layouts import Layout, batch_cap
 from derive.systems import Price, System
 
 
@@ -209,7 +209,7 @@ def disaggregate(
 
     # Decode workers: the step alone, as served, within the TPOT target, as many sequences as memory holds.
     by_step = np.floor(largest_batch(compiled.step_branches, inputs, float(targets.tpot) / kappa_d) + 1e-9)
-    batch = np.minimum(np.minimum(by_step, table.by_memory), max_batch)
+    batch = np.minimum(np.minimum(by_step, table.by_memory), np.array(batch_cap(layouts, max_batch), dtype=float))
     decodes = np.flatnonzero((batch >= 1) & (table.by_memory >= 1))
     if not len(decodes):
         return None

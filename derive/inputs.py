@@ -118,7 +118,14 @@ _TABLE = (
         command="plan, predict",
     ),
     Input("max_gpus", "count", "Most accelerators one copy may use.", 64, command="plan"),
-    Input("max_batch", "count", "Most sequences in one micro-batch.", 1024, command="plan"),
+    Input(
+        "max_batch",
+        "count",
+        "Most sequences each attention rank holds in one micro-batch (an engine's max_batch_size: each attention "
+        "data-parallel rank schedules its own).",
+        1024,
+        command="plan",
+    ),
     Input(
         "price",
         "text",

@@ -160,3 +160,10 @@ def check(model: Model, layout: Layout, system: System) -> Layout:
     if reason is not None:
         raise DeriveError(f"layout {layout} cannot run {model.name}: {reason}", "Choose another layout")
     return layout
+
+
+def batch_cap(layouts: list[Layout], max_batch: int) -> list[int]:
+    """The most sequences each layout's micro-batch may hold: `max_batch` on each of its attention ranks, which
+    schedule their own requests (TensorRT-LLM's max_batch_size is an engine's, and each attention data-parallel rank
+    runs one; aiconfigurator's batch is per rank too)."""
+    return [max_batch * layout.dp for layout in layouts]

@@ -27,7 +27,7 @@ from derive.catalog import Gpu, Model
 from derive.core.errors import DeriveError
 from derive.core.symbols import Sym
 from derive.disaggregation import Disaggregated, LayoutTable, disaggregate, fleet_key, ranked, verdict
-from derive.layouts import Layout, kv_shards, search, shape
+from derive.layouts import Layout, batch_cap, kv_shards, search, shape
 from derive.speculation import NONE, Speculation
 from derive.systems import Price, System, system_for
 from formulas import calibrated as cal
@@ -368,7 +368,8 @@ def search_gpu(
     inputs = [*base, marginal]
     found.table = LayoutTable(layouts, base, by_memory, ttft, marginal, every_rank)
     by_tpot = np.floor(largest_batch(compiled.branches, inputs, float(targets.tpot)) + 1e-9)
-    batch = np.minimum(np.minimum(by_tpot, by_memory), max_batch)
+    cap = np.array(batch_cap(layouts, max_batch), dtype=float)
+    batch = np.minimum(np.minimum(by_tpot, by_memory), cap)
     for i, layout in enumerate(layouts):
         reason = None
         if by_memory[i] < 1:
@@ -381,8 +382,8 @@ def search_gpu(
             found.ruled_out[reason] = found.ruled_out.get(reason, 0) + 1
             continue
         b = int(batch[i])
-        binds = "TPOT" if by_tpot[i] <= min(by_memory[i], max_batch) else "memory"
-        if max_batch < min(by_tpot[i], by_memory[i]):
+        binds = "TPOT" if by_tpot[i] <= min(by_memory[i], cap[i]) else "memory"
+        if cap[i] < min(by_tpot[i], by_memory[i]):
             binds = "batch cap"
         one = [np.array([column[i]]) for column in inputs]
         found.inputs[layout] = one
@@ -400,7 +401,7 @@ def search_gpu(
         per_token = layout.pp * layout.accelerators / row.sequences  # slots a step, accelerators, over its tokens
         slot = compiled.terms(*one, float(b))
         row.terms = {name: float(np.ravel(t)[0]) * per_token for name, t in zip(STEP_TERMS, slot, strict=True)}
-        row.memory_batch = int(min(by_memory[i], max_batch))
+        row.memory_batch = int(min(by_memory[i], cap[i]))
         found.rows.append(row)
     return found
 
@@ -871,7 +872,7 @@ class Plan:
                 "output": self.targets.output,
             },
             "max_accelerators": self.max_accelerators,
-            "max_micro_batch": self.max_batch,
+            "max_batch_per_rank": self.max_batch,
             "pick": None if chosen is None else chosen.as_dict(),
             "why": self._why_dict(),
             "disaggregated": self._disaggregated_dict(),

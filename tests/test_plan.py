@@ -339,3 +339,15 @@ def test_an_exact_tie_is_called_a_tie():
     said, factors = why(chosen, other, {})
     assert "ties with the runner-up" in said
     assert math.prod(factors.values()) == pytest.approx(1)
+
+
+def test_the_batch_cap_is_each_attention_ranks():
+    """--max-batch is an engine's max_batch_size, and each attention data-parallel rank runs its own engine: a layout
+    with d attention ranks holds up to d times as many sequences (aiconfigurator's batch is per rank too)."""
+    p = derive.plan("qwen3-30b-a3b", "h100", tpot="200 ms", max_batch=4)
+    capped = [row for row in p.rows if row.binds == "batch cap"]
+    assert {row.layout.dp for row in capped} > {1}  # wide layouts are capped too, each at its own ranks' sum
+    for row in p.rows:
+        assert row.sequences <= 4 * row.layout.dp * row.layout.pp
+    for row in capped:
+        assert row.sequences == 4 * row.layout.dp * row.layout.pp
