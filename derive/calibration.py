@@ -149,18 +149,32 @@ def _borrowed_error(
 
 
 @cache
-def alltoall() -> dict[str, Any]:
-    """The expert-parallel all-to-all's fitted latency and link share (formulas/alltoall.json), with its source."""
-    with resources.files("formulas").joinpath("alltoall.json").open() as fh:
+def fused_dispatch() -> dict[str, Any]:
+    """The fused MoE path's all-gather and reduce-scatter, fitted per accelerator and phase
+    (formulas/fused_dispatch.json), with their source."""
+    with resources.files("formulas").joinpath("fused_dispatch.json").open() as fh:
         data: dict[str, Any] = json.load(fh)
     return data
 
 
-def alltoall_values() -> dict[Any, sympy.Expr]:
+# An accelerator without all-gather and reduce-scatter tables of its own takes this one's.
+FUSED_BORROWED = "h100"
+
+
+def fused_dispatch_values(gpu: Gpu, dtype: str) -> dict[Any, sympy.Expr]:
+    """formulas/layout.py's DECODE_FUSED and PREFILL_FUSED on `gpu` for weights in `dtype`: its own fits (else
+    FUSED_BORROWED's), the gather's in FP8 where TensorRT-LLM gathers FP8 experts' inputs in FP8 (dispatch_share)."""
     from formulas import layout as lay
 
-    data = alltoall()
-    return {lay.alpha_a2a: sympy.Float(data["alpha_s"]), lay.eta_a2a: sympy.Float(data["eta"])}
+    fits = fused_dispatch()["accelerators"]
+    own = fits.get(gpu.name, fits[FUSED_BORROWED])
+    gather = "gather_fp8" if dispatch_share(gpu, dtype) < 1 and "gather_fp8" in own["decode"] else "gather_bf16"
+    values: dict[Any, sympy.Expr] = {}
+    for phase, symbols in (("decode", lay.DECODE_FUSED), ("prefill", lay.PREFILL_FUSED)):
+        for (latency, share), name in zip((symbols[:2], symbols[2:]), (gather, "scatter"), strict=True):
+            values[latency] = sympy.Float(own[phase][name]["alpha_s"])
+            values[share] = sympy.Float(own[phase][name]["eta"])
+    return values
 
 
 @cache
@@ -210,7 +224,7 @@ def predictor_values(gpu: Gpu, dtype: str, fitted: bool = True) -> dict[Any, sym
 
     values: dict[Any, sympy.Expr] = dict(calibration(gpu, dtype).values) if fitted else {}
     if fitted:
-        values.update(alltoall_values())
+        values.update(fused_dispatch_values(gpu, dtype))
         values.update(deepep_values(gpu))
     values[sh.b_a] = sympy.Integer(ACTIVATION_BYTES)
     values[lay.r_dq] = dispatch_share(gpu, dtype)

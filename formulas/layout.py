@@ -82,12 +82,51 @@ L_a = define(
 W_E = define("routed_expert_bytes", "W_E", "byte", r"W_{E}", "bytes of the routed experts' weights, stored")
 BW_tp = define("tp_link_bandwidth", "BW_tp", "byte/second", r"BW_{tp}", "one-way link of the tensor-parallel group")
 BW_ep = define("ep_link_bandwidth", "BW_ep", "byte/second", r"BW_{ep}", "one-way link of the expert all-to-all group")
-alpha_a2a = define(
-    "alltoall_latency", "alpha_a2a", "second", r"\alpha_{a2a}", "fixed latency of one expert-parallel all-to-all"
+# The fused MoE path's two collectives (TensorRT-LLM's MoEDispatch under attention data parallelism): the tokens
+# gathered to the group, the experts' outputs reduce-scattered back; a latency and a link share each, in a decode step
+# and in a prompt pass (fitted per accelerator, formulas/fused_dispatch.json).
+alpha_ag = define(
+    "fused_gather_latency", "alpha_ag", "second", r"\alpha_{ag}", "fixed latency of a decode step's MoE all-gather"
 )
-eta_a2a = define(
-    "alltoall_bandwidth_efficiency", "eta_a2a", "", r"\eta_{a2a}", "share of the link bandwidth an all-to-all gets"
+eta_ag = define(
+    "fused_gather_link_share", "eta_ag", "", r"\eta_{ag}", "share of the link a decode step's MoE all-gather gets"
 )
+alpha_rs = define(
+    "fused_scatter_latency", "alpha_rs", "second", r"\alpha_{rs}", "fixed latency of a decode step's MoE reduce-scatter"
+)
+eta_rs = define(
+    "fused_scatter_link_share", "eta_rs", "", r"\eta_{rs}", "share of the link a decode step's MoE reduce-scatter gets"
+)
+alpha_agp = define(
+    "prefill_fused_gather_latency",
+    "alpha_agp",
+    "second",
+    r"\alpha_{ag,p}",
+    "fixed latency of a prompt pass's MoE all-gather",
+)
+eta_agp = define(
+    "prefill_fused_gather_link_share",
+    "eta_agp",
+    "",
+    r"\eta_{ag,p}",
+    "share of the link a prompt pass's MoE all-gather gets",
+)
+alpha_rsp = define(
+    "prefill_fused_scatter_latency",
+    "alpha_rsp",
+    "second",
+    r"\alpha_{rs,p}",
+    "fixed latency of a prompt pass's MoE reduce-scatter",
+)
+eta_rsp = define(
+    "prefill_fused_scatter_link_share",
+    "eta_rsp",
+    "",
+    r"\eta_{rs,p}",
+    "share of the link a prompt pass's MoE reduce-scatter gets",
+)
+DECODE_FUSED = (alpha_ag, eta_ag, alpha_rs, eta_rs)
+PREFILL_FUSED = (alpha_agp, eta_agp, alpha_rsp, eta_rsp)
 w_E = define(
     "wide_ep",
     "w_E",
@@ -316,6 +355,7 @@ def _calibrated_slot(
     kernel: cal.Kernel,
     shares: tuple[Sym, Sym, Sym, Sym, Sym],
     imbalance: Sym,
+    fused: tuple[Sym, Sym, Sym, Sym],
     wide: tuple[Sym, Sym, sympy.Expr],
     together: sympy.Expr = sympy.S.One,
 ) -> sympy.Expr:
@@ -328,6 +368,7 @@ def _calibrated_slot(
     experts at once.
     """
     weights, flops, gemm, cache, attention = shares
+    gather_latency, gather_share, scatter_latency, scatter_share = fused
     tokens = tokens * together
     routed_bytes, routed_flops = _per(routed.symbol, n, dp, pp), _per(tokens * cal.F_x.symbol, n, dp, pp)
     stage = L.symbol / pp.symbol
@@ -343,8 +384,8 @@ def _calibrated_slot(
         * (
             (1 - w_E.symbol)
             * (
-                over_link(r_dq.symbol * sent, n.symbol * dp.symbol, alpha_a2a, eta_a2a, BW_ep)
-                + over_link(sent, n.symbol * dp.symbol, alpha_a2a, eta_a2a, BW_ep)
+                over_link(r_dq.symbol * sent, n.symbol * dp.symbol, gather_latency, gather_share, BW_ep)
+                + over_link(sent, n.symbol * dp.symbol, scatter_latency, scatter_share, BW_ep)
             )
             + w_E.symbol * _wide_dispatch(activations, wide)
         )
@@ -426,9 +467,9 @@ ep_sent_bytes = formula(
     "Dispatch and combine: each token sends k copies of its activation to the expert groups holding its experts, "
     "each copy to all n·d/e accelerators of its group, at most once to each of the stage's n·d (with e = 1 every "
     "accelerator holds a slice of every expert: an all-gather of the tokens, as aiconfigurator 0.12 costs MoE under "
-    "attention data parallelism inside a node, formulas/alltoall.json). They come back summed; the n accelerators "
-    "of a rank split its tokens (DeepSeek-V3, sec. 3.4; TensorRT-LLM's moe_tp x moe_ep). The dispatch sends r_dq "
-    "of the combine's bytes: half where TensorRT-LLM gathers FP8 experts' inputs in FP8 (Blackwell).",
+    "attention data parallelism inside a node, formulas/fused_dispatch.json). They come back summed; the n "
+    "accelerators of a rank split its tokens (DeepSeek-V3, sec. 3.4; TensorRT-LLM's moe_tp x moe_ep). The dispatch "
+    "sends r_dq of the combine's bytes: half where TensorRT-LLM gathers FP8 experts' inputs in FP8 (Blackwell).",
 )
 pp_sent_bytes = formula(
     Y_pp,
@@ -494,6 +535,7 @@ layout_slot_time = formula(
         kernel=cal.DECODE_KERNEL,
         shares=(W_rg, F_g, cal.eta_g, K_g, A_g),
         imbalance=I_ep,
+        fused=DECODE_FUSED,
         wide=(alpha_E, eta_E, _COPIES_AN_EXPERT),
     ),
     "The calibrated step (formulas/calibrated.py) over one accelerator's share of one slot: the stage's fixed "
@@ -549,6 +591,7 @@ layout_prefill_slot_time = formula(
         kernel=cal.PREFILL_KERNEL,
         shares=(W_pg, F_pg, cal.eta_p, K_pg, A_pg),
         imbalance=I_ep,
+        fused=PREFILL_FUSED,
         wide=(alpha_Ep, eta_Ep, _COPIES_A_RANK),
         together=d_p.symbol,
     ),

@@ -7,6 +7,9 @@ Qwen3-30B-A3B has 48 layers, 128 experts of which 8 a token, hidden 2048 (its co
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import sympy
 from hypothesis import given, settings
@@ -203,16 +206,36 @@ def test_systems_and_prices_tables():
     assert float(given["h100"].per_second) * 3600 == pytest.approx(2.0)
 
 
-def test_alltoall_fit_is_the_profiled_tables():
-    """formulas/alltoall.json carries the fit tools/aiconfigurator_alltoall.py wrote, not a number typed by hand."""
-    import json
-    from pathlib import Path
+# The fused path's (latency, link share) pairs: a decode step's gather and reduce-scatter, then a prompt pass's.
+_FUSED = (
+    (lay.alpha_ag, lay.eta_ag),
+    (lay.alpha_rs, lay.eta_rs),
+    (lay.alpha_agp, lay.eta_agp),
+    (lay.alpha_rsp, lay.eta_rsp),
+)
 
-    from derive.calibration import alltoall
 
-    data = json.loads((Path(__file__).parents[1] / "benchmarks/data/aiconfigurator-0.12-alltoall.json").read_text())
-    fit = data["fits_by_op"]["nccl_alltoall_reference"]
-    assert alltoall()["alpha_s"] == fit["alpha_s"] and alltoall()["eta"] == fit["eta"]
+def test_fused_dispatch_fit_is_the_profiled_tables():
+    """formulas/fused_dispatch.json is what tools/fit_fused_dispatch.py makes of aiconfigurator's all-gather and
+    reduce-scatter tables (recomputed here), not numbers typed by hand; an FP8 gather only where they have one."""
+    import importlib.util
+
+    from derive.calibration import fused_dispatch
+
+    root = Path(__file__).parents[1]
+    spec = importlib.util.spec_from_file_location("fit_fused_dispatch", root / "tools" / "fit_fused_dispatch.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    data = json.loads(tool.DATA.read_text())
+    for system, gpu in tool.GPUS.items():
+        fit = fused_dispatch()["accelerators"][gpu]
+        link = data["systems"][system]["link_bandwidth_bytes_per_s"]
+        for phase, token_range in tool.PHASES.items():
+            for name, op in tool.OPS.items():
+                rows = tool._rows(data["points"], system, op, token_range)
+                assert (tool.fit_line(rows, link) if rows else None) == fit[phase].get(name), (gpu, phase, name)
+        assert ("gather_fp8" in fit["decode"]) == (gpu in ("b200", "gb200"))
 
 
 def test_served_tpot_adds_each_ranks_prompt_passes():
@@ -289,13 +312,15 @@ def test_wide_expert_parallelism_runs_on_deepep_by_hand():
     decode = fit["decode"]["alpha_s"] + 7 / 8 * 8 * tokens * 7168 * 2 / (fit["decode"]["eta"] * link)
     fused = {**values, lay.w_E: sympy.Integer(0)}
     step, old = value(lay.t_sc, values, lib), value(lay.t_sc, fused, lib)
-    own = 2 * (float(values[lay.alpha_a2a]) + 7 / 8 * 8 * tokens * 7168 * 2 / (float(values[lay.eta_a2a]) * link))
+    gathered = 7 / 8 * 8 * tokens * 7168 * 2  # the fused path's all-gather of a rank's tokens, and its reduce-scatter
+    own = sum(float(values[a]) + gathered / (float(values[e]) * link) for a, e in _FUSED[:2])
     assert float(step - old) == pytest.approx(layers * (decode - own), rel=1e-9)
     prompt = {**values, sym.B: sympy.Integer(1)}
     copies = 8 * (1 - (1 - 1 / 8) ** 8)  # 5.25 of the 8 ranks hold one of a token's 8 experts
     prefill = fit["prefill"]["alpha_s"] + 7 / 8 * copies * 2048 * 7168 * 2 / (fit["prefill"]["eta"] * link)
     fused_prompt = {**prompt, lay.w_E: sympy.Integer(0)}
-    own_prefill = 2 * (float(values[lay.alpha_a2a]) + 7 / 8 * 8 * 2048 * 7168 * 2 / (float(values[lay.eta_a2a]) * link))
+    prompt_gathered = 7 / 8 * 8 * 2048 * 7168 * 2
+    own_prefill = sum(float(values[a]) + prompt_gathered / (float(values[e]) * link) for a, e in _FUSED[2:])
     delta = value(lay.t_pc, prompt, lib) - value(lay.t_pc, fused_prompt, lib)
     assert float(delta) == pytest.approx(layers * (prefill - own_prefill), rel=1e-9)
 
@@ -319,7 +344,7 @@ def test_deepep_fit_is_the_profiled_tables():
         fit = deepep()["accelerators"][gpu]
         link = data["fits"][system]["ll"]["link_bandwidth_bytes_per_s"]
         for phase, path in (("decode", "ll"), ("prefill", "ht")):
-            assert tool._fit(tool._rows(data["points"], system, path), link) == fit[phase], (gpu, phase)
+            assert tool.fit_line(tool._rows(data["points"], system, path), link) == fit[phase], (gpu, phase)
         assert fit["decode"]["median_rel_error"] < 0.06, gpu
 
 
@@ -327,7 +352,7 @@ def test_blackwell_gathers_fp8_experts_inputs_in_fp8():
     """On Blackwell, TensorRT-LLM's fused MoE dispatch gathers FP8 and FP8-block experts' inputs in FP8 and sums the
     outputs back in bf16 (aiconfigurator 0.12's MoEDispatch on sm 100); on Hopper, and for bf16 experts, both go in
     bf16. Qwen3-30B-A3B on 8 B200s, dp8 etp8 (ep = 1): the all-gather sends half the bytes, so the slot is
-    48·(7/8·8·X_r/2)/(eta_a2a·900 GB/s) shorter than with r_dq = 1, and the floor's bytes are 3/4 of bf16's."""
+    48·(7/8·8·X_r/2)/(eta_ag·900 GB/s) shorter than with r_dq = 1, and the floor's bytes are 3/4 of bf16's."""
     from derive.calibration import dispatch_share
 
     b200, h200 = load_gpu("b200"), load_gpu("h200")
@@ -338,7 +363,7 @@ def test_blackwell_gathers_fp8_experts_inputs_in_fp8():
     bf16 = {**values, lay.r_dq: sympy.Integer(1)}
     rank_bytes = 64 / 8 * 2048 * 2  # a rank's tokens, d = 2,048 bf16 values each
     sent = 7 / 8 * 8 * rank_bytes  # an all-gather: every accelerator's tokens to the 7 others
-    saved = 48 * (sent / 2) / (float(values[lay.eta_a2a]) * 900e9)
+    saved = 48 * (sent / 2) / (float(values[lay.eta_ag]) * 900e9)
     assert float(value(lay.t_sc, bf16, lib) - value(lay.t_sc, values, lib)) == pytest.approx(saved, rel=1e-9)
     assert float(value(lay.Y_ep, values, lib) / value(lay.Y_ep, bf16, lib)) == pytest.approx(0.75, rel=1e-12)
 

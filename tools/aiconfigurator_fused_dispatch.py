@@ -85,7 +85,8 @@ MOE_LAYOUTS = {
     4096: ("Qwen/Qwen3-235B-A22B", 8, 128),
     7168: ("deepseek-ai/DeepSeek-V3", 8, 256),
 }
-# derive's present fit (formulas/alltoall.json, H100 NCCL all-to-all), priced at each system's BW_link
+# derive's fit before formulas/fused_dispatch.json (one H100 NCCL all-to-all fit for every accelerator), priced at
+# each system's BW_link
 DERIVE_CURRENT = {"alpha_s": 1.16226e-05, "eta": 0.540477}
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_OUT = os.path.join(_ROOT, "benchmarks", "data", "aiconfigurator-0.12-fused-dispatch.json")
@@ -364,7 +365,7 @@ def main() -> int:
         "one_line_verdict": verdicts,
         "derive_current": {
             "what": (
-                "derive's present collective constants (formulas/alltoall.json: alpha 11.6226 us, eta 0.540477, "
+                "derive's collective constants before formulas/fused_dispatch.json (alpha 11.6226 us, eta 0.540477, "
                 "an H100 NCCL all-to-all fit) applied at each system's BW_link to sent_bytes_nominal, against "
                 "aiconfigurator's value; ratio > 1 = derive overprices"
             ),

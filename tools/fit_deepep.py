@@ -54,7 +54,7 @@ def _rows(points: list[dict], system: str, path: str) -> list[tuple[float, float
     return rows
 
 
-def _fit(rows: list[tuple[float, float]], bandwidth: float) -> dict[str, float]:
+def fit_line(rows: list[tuple[float, float]], bandwidth: float) -> dict[str, float]:
     """alpha and eta minimising sum(((alpha + x/(eta*BW)) - t)/t)^2, alpha on a fine grid, 1/eta exact for each."""
     x = np.array([r[0] for r in rows]) / bandwidth
     t = np.array([r[1] for r in rows])
@@ -86,7 +86,7 @@ def main() -> None:
     for system, gpu in GPUS.items():
         bandwidth = data["fits"][system]["ll"]["link_bandwidth_bytes_per_s"]
         fits[gpu] = {
-            phase: _fit(_rows(data["points"], system, path), bandwidth)
+            phase: fit_line(_rows(data["points"], system, path), bandwidth)
             for phase, path in (("decode", "ll"), ("prefill", "ht"))
         }
         fits[gpu]["link_bytes_per_s"] = bandwidth  # type: ignore[assignment]
@@ -101,7 +101,7 @@ def main() -> None:
         "(bf16 wire); hidden 7168, top-k 6 and 8, 256 and 384 experts",
         "when": "aiconfigurator (Task._resolve_moe_comm_backend) and TensorRT-LLM's wide-EP path take DeepEP with "
         "whole experts (moe_tp = 1) under attention data parallelism at EP of at least one node's GPUs; below "
-        "that MoE runs the fused all-gather and reduce-scatter (formulas/alltoall.json)",
+        "that MoE runs the fused all-gather and reduce-scatter (formulas/fused_dispatch.json)",
         "accelerators": fits,
     }
     OUT.write_text(json.dumps(out, indent=1) + "\n")

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import sympy
 
-from derive.calibration import DEEPEP_BORROWED, Calibration, alltoall, alltoall_values, deepep, deepep_values
+from derive.calibration import (
+    DEEPEP_BORROWED,
+    FUSED_BORROWED,
+    Calibration,
+    deepep,
+    deepep_values,
+    fused_dispatch,
+    fused_dispatch_values,
+)
 from derive.catalog import Gpu
 from derive.core.errors import DeriveError
 from derive.core.evaluation import depends_on, evaluate
@@ -145,9 +153,9 @@ def _fitted(work: Work, setup: Setup, gpu: Gpu) -> Calibration | None:
     if setup.floor:
         return None
     fit = calibration_inputs(work, setup, gpu)
-    measured = alltoall()
-    for symbol, value in alltoall_values().items():
-        work.given(symbol, value, f"fitted to {measured['source'].split(':')[0]}")
+    said = "fitted" if gpu.name in fused_dispatch()["accelerators"] else f"borrowed from {FUSED_BORROWED}'s fit"
+    for symbol, value in fused_dispatch_values(gpu, setup.dtype).items():
+        work.given(symbol, value, f"{said} to aiconfigurator 0.12's all-gather and reduce-scatter tables")
     wide = deepep()
     said = "fitted" if gpu.name in wide["accelerators"] else f"borrowed from {DEEPEP_BORROWED}'s fit"
     for symbol, value in deepep_values(gpu).items():
