@@ -365,7 +365,8 @@ def _calibrated_slot(
     the routed experts' part of them runs the MoE kernel (`kernel`, formulas/calibrated.py routed_experts), where the
     busiest expert rank computes `imbalance` times its share of the routed experts' FLOPs and moves as many times its
     share of the routed activations, of `together` ranks' tokens where that many ranks' prompt passes share the
-    experts at once.
+    experts at once. The tokens reach their experts on the fused all-gather and reduce-scatter (`fused`: each one's
+    latency and link share, DECODE_FUSED or PREFILL_FUSED) or on DeepEP's kernels (`wide`), as w_E says.
     """
     weights, flops, gemm, cache, attention = shares
     gather_latency, gather_share, scatter_latency, scatter_share = fused
