@@ -168,9 +168,10 @@ def fused_dispatch_values(gpu: Gpu, dtype: str) -> dict[Any, sympy.Expr]:
 
     fits = fused_dispatch()["accelerators"]
     own = fits.get(gpu.name, fits[FUSED_BORROWED])
-    gather = "gather_fp8" if dispatch_share(gpu, dtype) < 1 and "gather_fp8" in own["decode"] else "gather_bf16"
+    fp8 = dispatch_share(gpu, dtype) < 1
     values: dict[Any, sympy.Expr] = {}
     for phase, symbols in (("decode", lay.DECODE_FUSED), ("prefill", lay.PREFILL_FUSED)):
+        gather = "gather_fp8" if fp8 and "gather_fp8" in own[phase] else "gather_bf16"
         for (latency, share), name in zip((symbols[:2], symbols[2:]), (gather, "scatter"), strict=True):
             values[latency] = sympy.Float(own[phase][name]["alpha_s"])
             values[share] = sympy.Float(own[phase][name]["eta"])

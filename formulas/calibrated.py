@@ -628,7 +628,7 @@ _ROUTED = (
 )
 # The decode step's kernel and the prompt pass's. At a decode step each expert sees a few rows: a tile's few
 # k-steps leave its weight loads and its MMAs too short a pipeline to hide one behind the other, so the two add
-# (fitted so, the MoE tables' decode rows come 1-5 points closer at the median on every accelerator and format but
+# (fitted so, the MoE tables' decode rows come 0.7-5 points closer at the median on every accelerator and format but
 # NVFP4 than with the longer of the two); a prompt pass's long tiles overlap them.
 DECODE_KERNEL = Kernel(t_x, t_xE, m_x, eta_xg, None, overlapped=False)
 PREFILL_KERNEL = Kernel(t_xp, None, m_xp, eta_xp, I_xp, overlapped=True)

@@ -541,7 +541,8 @@ layout_slot_time = formula(
     ),
     "The calibrated step (formulas/calibrated.py) over one accelerator's share of one slot: the stage's fixed "
     "layer time, its all-reduces and all-to-alls (latency and wire at the fitted link share), narrow experts, the "
-    "routed experts' MoE kernel (streaming then computing), the cache against attention, and the rank's unsplit "
+    "routed experts' MoE kernel (streaming then computing), the other weights streamed against their GEMMs' FLOPs, "
+    "the cache against attention, and the rank's unsplit "
     "elementwise passes.",
 )
 layout_tpot = formula(

@@ -206,6 +206,17 @@ def test_systems_and_prices_tables():
     assert float(given["h100"].per_second) * 3600 == pytest.approx(2.0)
 
 
+def _tool(name: str):  # type: ignore[no-untyped-def]
+    """tools/<name>.py, a script rather than a package module, loaded as one."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1] / "tools" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
 # The fused path's (latency, link share) pairs: a decode step's gather and reduce-scatter, then a prompt pass's.
 _FUSED = (
     (lay.alpha_ag, lay.eta_ag),
@@ -218,15 +229,9 @@ _FUSED = (
 def test_fused_dispatch_fit_is_the_profiled_tables():
     """formulas/fused_dispatch.json is what tools/fit_fused_dispatch.py makes of aiconfigurator's all-gather and
     reduce-scatter tables (recomputed here), not numbers typed by hand; an FP8 gather only where they have one."""
-    import importlib.util
-
     from derive.calibration import fused_dispatch
 
-    root = Path(__file__).parents[1]
-    spec = importlib.util.spec_from_file_location("fit_fused_dispatch", root / "tools" / "fit_fused_dispatch.py")
-    assert spec is not None and spec.loader is not None
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = _tool("fit_fused_dispatch")
     data = json.loads(tool.DATA.read_text())
     for system, gpu in tool.GPUS.items():
         fit = fused_dispatch()["accelerators"][gpu]
@@ -328,17 +333,9 @@ def test_wide_expert_parallelism_runs_on_deepep_by_hand():
 def test_deepep_fit_is_the_profiled_tables():
     """formulas/deepep.json is what tools/fit_deepep.py makes of aiconfigurator's DeepEP tables (recomputed here),
     not numbers typed by hand, and its decode fit is within 6% of them at the median on every accelerator."""
-    import importlib.util
-    import json
-    from pathlib import Path
-
     from derive.calibration import deepep
 
-    root = Path(__file__).parents[1]
-    spec = importlib.util.spec_from_file_location("fit_deepep", root / "tools" / "fit_deepep.py")
-    assert spec is not None and spec.loader is not None
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = _tool("fit_deepep")
     data = json.loads(tool.DATA.read_text())
     for system, gpu in tool.GPUS.items():
         fit = deepep()["accelerators"][gpu]

@@ -208,9 +208,9 @@ def _alternating_fit(
     masks the basis columns that count there) until they settle; `held` (column -> coefficient) kept, and `offset`
     added to every prediction.
 
-    Alternation settles where it starts: from the lower bounds every Max's first side counts on every row, and its
-    other side, never active, is never fitted (the decode GEMMs' FLOP share stayed at 1). So it starts again with
-    each of `flipped`'s column sets (a Max's other side) at coefficient START_FLIPPED, and the settled
+    Alternation settles where it starts: from the lower bounds each Max takes the side that is longer at peak
+    figures, and a side never longer there is never fitted (the decode GEMMs' FLOP share stayed at 1). So it starts
+    again with each of `flipped`'s column sets (a Max's other side) at coefficient START_FLIPPED, and the settled
     coefficients of lowest error win."""
     base = 0.0 if offset is None else offset
 
@@ -269,9 +269,10 @@ def kernel_features(table: profiled.MoeTable) -> np.ndarray:
 
 
 # The kernel's terms as tools/calibrate.py fits them, a column each: a fixed time, 1/stream share x streaming,
-# 1/FLOP share x computing and padding intensity/FLOP share x the padding's unit (the longer of streaming and those
-# two), narrow width x the roofline over the width, activation passes x one pass, a fixed time an expert x the
-# experts a rank holds (formulas/calibrated.py routed_experts and narrow_expert_time).
+# 1/FLOP share x computing and padding intensity/FLOP share x the padding's unit (added to streaming at a decode step,
+# the longer of streaming and those two in a prompt pass), narrow width x the roofline over the width, activation
+# passes x one pass, a fixed time an expert x the experts a rank holds (formulas/calibrated.py routed_experts and
+# narrow_expert_time).
 KERNEL_TERMS = ("fixed", "stream", "gemm", "narrow", "padding", "routed", "experts")
 # A kernel's constants every expert format shares (a precision's fit holds one of each), by pass.
 SHARED = (("decode", cal.w_0, cal.m_x), ("prefill", cal.w_0p, cal.m_xp))

@@ -149,7 +149,7 @@ def _served_ttft(work: Work, targets: Targets) -> None:
 
 
 def _fitted(work: Work, setup: Setup, gpu: Gpu) -> Calibration | None:
-    """The calibration's values and the all-to-all's, unless the floor alone is asked for."""
+    """The calibration's values and the expert dispatch's (fused and DeepEP), unless the floor alone is asked for."""
     if setup.floor:
         return None
     fit = calibration_inputs(work, setup, gpu)
