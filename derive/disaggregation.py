@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from derive.batch_roots import largest_batch
+from derive.core.units import counted
 from derive.layouts import Layout, batch_cap
 from derive.systems import Price, System
 
@@ -125,7 +126,8 @@ class Disaggregated:
         rate = ""
         if self.workers_for_rate is not None:
             p, d = self.workers_for_rate
-            rate = f"; the rate takes {p:,} prefill and {d:,} decode workers, {self.for_rate:,} {self.gpu}s"
+            workers = f"{p:,} prefill and {counted(d, 'decode worker')}"
+            rate = f"; the rate takes {workers}, {counted(self.for_rate, self.gpu)}"
         return (
             f"prefill on {self.prefill} ({self.prefill_capacity:,.2f} requests/s a worker), decode on {self.decode} "
             f"(micro-batch {self.decode_batch:,}, step {self.decode_step * 1e3:.1f} ms, "

@@ -26,8 +26,10 @@ from derive.calibration import calibration
 from derive.catalog import Gpu, Model
 from derive.core.errors import DeriveError
 from derive.core.symbols import Sym
+from derive.core.units import counted
 from derive.disaggregation import Disaggregated, LayoutTable, disaggregate, fleet_key, ranked, verdict
 from derive.layouts import Layout, batch_cap, kv_shards, search, shape
+from derive.recipes import checkpoint_notes
 from derive.speculation import NONE, Speculation
 from derive.systems import Price, System, system_for
 from formulas import calibrated as cal
@@ -845,6 +847,8 @@ class Plan:
                 self.targets.speculation.describe() + "; TPOT is a verification pass and its draft steps over the "
                 "tokens a sequence gains from them (formulas/speculative.py)"
             )
+        arch = self.model.config
+        out.extend(checkpoint_notes(arch.weight_recipe, arch.expert_format, self.dtype))
         if self.defaults:
             out.append(f"defaults used: {', '.join(self.defaults)}")
         return out
@@ -974,7 +978,10 @@ class Plan:
         if chosen.for_rate is not None:
             copies = chosen.for_rate // chosen.layout.accelerators
             wanted = float(self.targets.rate or 0)
-            rate = f"; {wanted:g} requests/s take {copies:,} copies, {chosen.for_rate:,} {chosen.gpu}s"
+            rate = (
+                f"; {wanted:g} requests/s take {counted(copies, 'copy', 'copies')}, "
+                f"{counted(chosen.for_rate, chosen.gpu)}"
+            )
             if chosen.fleet_cost_per_million is not None:
                 rate += (
                     f", {chosen.fleet_cost_per_million:.2f} USD per million output tokens as a fleet "

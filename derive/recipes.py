@@ -69,3 +69,22 @@ def from_quantization_config(quant: Mapping[str, Any]) -> tuple[str, str]:
     if method == "modelopt" and "fp4" in str(quant.get("quant_algo", "")).lower():
         return "nvfp4", "NVIDIA ModelOpt NVFP4"
     return "", f"quant_method '{method}'"
+
+
+def checkpoint_notes(weight_recipe: str, expert_format: str, dtype: str) -> list[str]:
+    """What a sheet or a plan says where the checkpoint ships weights in a format other than `dtype`: the recipe its
+    quantization_config names (model.py's weight_recipe) and routed experts sized in their own format."""
+    from derive.core.units import format_quantity
+
+    notes = []
+    if weight_recipe and dtype != weight_recipe:
+        shipped = recipes()[weight_recipe]
+        notes.append(
+            f"the checkpoint ships {shipped.name} weights ({shipped.about}, {format_quantity(8 * shipped.bytes, '')} "
+            f"bits a weight); pass --dtype {shipped.name} to size it as shipped"
+        )
+    if expert_format:
+        notes.append(
+            f"the routed experts are sized as the checkpoint ships them ({expert_format}); the rest in {dtype}"
+        )
+    return notes

@@ -89,6 +89,18 @@ def test_an_awq_checkpoint_is_sized_as_shipped(run, tmp_path):
     assert shipped["results"]["weight_bytes"]["value"] == pytest.approx(8_030_261_248 * 133 / 256, rel=1e-12)
 
 
+def test_a_plan_says_how_the_checkpoint_ships():
+    """A plan sized in bf16 for DeepSeek-V3 (whose quantization_config names 128 x 128 FP8 blocks) says so, as the
+    sheets do; sized as shipped, it says nothing."""
+    import derive
+
+    def notes(dtype: str) -> str:
+        return " ".join(derive.plan("deepseek-v3", "b200", dtype=dtype, tpot="50 ms", ttft="2 s").notes)
+
+    assert "pass --dtype fp8-block to size it as shipped" in notes("bf16")
+    assert "size it as shipped" not in notes("fp8-block")
+
+
 def test_a_sweep_takes_only_plain_formats_for_the_cache():
     import derive
     from derive.core.errors import DeriveError

@@ -172,6 +172,11 @@ def _plural(units: str, number: object) -> str:
     return head + sep + tail
 
 
+def counted(number: int, singular: str, plural: str | None = None) -> str:
+    """'1 copy', '3 copies', '1,024 h100s': a whole count and its noun, plural but for one."""
+    return f"{number:,} {singular if number == 1 else plural or singular + 's'}"
+
+
 def _prefixable(unit_text: str) -> bool:
     # Counts of sequences, tokens and parameters read better without prefixes
     # ('148 sequence', not '148 sequence'), bytes, FLOPs and rates with them.

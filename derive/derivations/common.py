@@ -14,6 +14,7 @@ from derive.core.library import Formula, Library
 from derive.core.sheet import Sheet, Work
 from derive.core.symbols import Sym
 from derive.core.units import format_quantity
+from derive.recipes import checkpoint_notes
 from derive.speculation import NONE, Speculation
 from formulas import layout as lay
 from formulas import library, roofline
@@ -131,19 +132,8 @@ def model_notes(work: Work, setup: Setup, longest: int | None = None) -> None:
         )
     if arch.max_context and longest and longest > arch.max_context:
         work.note(f"{longest:,} tokens is beyond the {arch.max_context:,} positions of {setup.model.name}'s config")
-    if arch.weight_recipe and setup.dtype != arch.weight_recipe:
-        from derive.recipes import recipes
-
-        shipped = recipes()[arch.weight_recipe]
-        work.note(
-            f"the checkpoint ships {shipped.name} weights ({shipped.about}, {format_quantity(8 * shipped.bytes, '')} "
-            f"bits a weight); pass --dtype {shipped.name} to size it as shipped"
-        )
-    if arch.expert_format:
-        work.note(
-            f"the routed experts are sized as the checkpoint ships them ({arch.expert_format}); "
-            f"the rest in {setup.dtype}"
-        )
+    for note in checkpoint_notes(arch.weight_recipe, arch.expert_format, setup.dtype):
+        work.note(note)
     sanity_notes(work, setup)
 
 
