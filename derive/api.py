@@ -981,7 +981,9 @@ def plan(
     from derive.core import validate
     from derive.inputs import INPUTS
 
-    defaults = tuple(k for k, v in (("ttft", ttft), ("prompt", prompt), ("output", output)) if v is None)
+    defaults = tuple(
+        k for k, v in (("dtype", dtype), ("prompt", prompt), ("output", output), ("ttft", ttft)) if v is None
+    )
     ttft, max_gpus, max_batch = (
         INPUTS[k].default if v is None else v
         for k, v in (("ttft", ttft), ("max_gpus", max_gpus), ("max_batch", max_batch))

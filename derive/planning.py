@@ -850,7 +850,9 @@ class Plan:
         arch = self.model.config
         out.extend(checkpoint_notes(arch.weight_recipe, arch.expert_format, self.dtype))
         if self.defaults:
-            out.append(f"defaults used: {', '.join(self.defaults)}")
+            t = self.targets
+            said = {"dtype": self.dtype, "prompt": t.prompt, "output": t.output, "ttft": f"{float(t.ttft) * 1e3:g} ms"}
+            out.append("defaults used: " + ", ".join(f"{k}={said[k]}" if k in said else k for k in self.defaults))
         return out
 
     def describe_targets(self) -> str:
