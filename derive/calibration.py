@@ -37,9 +37,11 @@ FITTED = (
     cal.w_0,
     cal.w_0p,
     # The routed experts' MoE kernel, fitted to aiconfigurator's MoE tables (tools/calibrate.py): its passes over the
-    # routed activations, then its constants in the fit's own expert format and in MXFP4 (formulas/calibrated.py).
+    # routed activations and (a prompt pass's) their intermediates, then its constants in the fit's own expert format
+    # and in MXFP4 (formulas/calibrated.py).
     cal.m_x,
     cal.m_xp,
+    cal.m_xip,
     *cal.OWN_FORMAT.values(),
     *(fitted for formats in cal.EXPERT_FORMATS.values() for fitted in formats.values()),
 )

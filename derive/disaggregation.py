@@ -124,7 +124,7 @@ class Disaggregated:
 
     def describe(self) -> str:
         rate = ""
-        if self.workers_for_rate is not None:
+        if self.workers_for_rate is not None and self.for_rate is not None:
             p, d = self.workers_for_rate
             workers = f"{p:,} prefill and {counted(d, 'decode worker')}"
             rate = f"; the rate takes {workers}, {counted(self.for_rate, self.gpu)}"

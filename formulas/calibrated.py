@@ -20,7 +20,7 @@ from derive.core.library import formula, larger, smaller
 from derive.core.symbols import Sym, alias, define
 from formulas.collectives import ring_allreduce
 from formulas.flops import F_att
-from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, d_ff, kv_total, n, s_kv, tau
+from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, d, d_ff, kv_total, n, s_kv, tau
 from formulas.reads import W_pre, W_read
 from formulas.sharding import BW_link, b_a, v_d
 
@@ -203,6 +203,14 @@ m_xp = define(
     "",
     r"m_{x,p}",
     "passes the prompt pass's MoE kernel makes over its routed activations each layer (gather, scatter, activation)",
+)
+m_xip = define(
+    "prefill_routed_intermediate_passes",
+    "m_xip",
+    "",
+    r"m_{x,i}",
+    "passes the prompt pass's MoE kernel makes over its routed intermediate activations each layer (the first GEMM's "
+    "output written, the activation's read and written, the second GEMM's input read)",
 )
 # ...and in MXFP4, the format gpt-oss ships its experts in (aiconfigurator's w4a16_mxfp4 kernel: 4-bit weights
 # dequantised for 16-bit matmuls).
@@ -522,6 +530,7 @@ class Kernel(NamedTuple):
     fixed: Sym  # a layer's fixed time
     per_expert: Sym | None  # a fixed time for each expert a rank holds (a decode step's few rows an expert)
     passes: Sym  # passes over the routed activations
+    intermediate_passes: Sym | None  # passes over the routed intermediate activations (a prompt pass's)
     gemm: Sym  # share of the peak FLOP/s
     padding: Sym | None  # FLOPs a byte of touched experts' weights on part-filled tiles (a prompt pass's)
     overlapped: bool  # the longer of streaming and computing, else the two one after the other
@@ -533,16 +542,20 @@ def routed_experts(
     expert_bytes: sympy.Expr,
     expert_flops: sympy.Expr,
     routed_activations: sympy.Expr,
+    routed_intermediates: sympy.Expr,
     experts: sympy.Expr,
 ) -> sympy.Expr:
     """A MoE kernel over `layers` layers (DECODE_KERNEL or PREFILL_KERNEL): each layer a fixed time, a fixed time for
-    each of the rank's `experts` (decode), and its passes over the `routed_activations` bytes; then the touched
-    `expert_bytes` streamed and the `expert_flops` and the padding's FLOPs a byte of them computed, the longer of the
-    two where the kernel overlaps them, else both (formulas/layout.py prices a slot so too)."""
+    each of the rank's `experts` (decode), its passes over the `routed_activations` bytes and (a prompt pass's) over
+    the `routed_intermediates` bytes; then the touched `expert_bytes` streamed and the `expert_flops` and the padding's
+    FLOPs a byte of them computed, the longer of the two where the kernel overlaps them, else both
+    (formulas/layout.py prices a slot so too)."""
     streaming = expert_bytes / (eta_x.symbol * BW.symbol)
     padded = expert_flops + (kernel.padding.symbol * expert_bytes if kernel.padding is not None else 0)
     computing = padded / (kernel.gemm.symbol * P.symbol)
     per_layer = kernel.fixed.symbol + kernel.passes.symbol * routed_activations / BW.symbol
+    if kernel.intermediate_passes is not None:
+        per_layer += kernel.intermediate_passes.symbol * routed_intermediates / BW.symbol
     if kernel.per_expert is not None:
         per_layer += kernel.per_expert.symbol * experts
     both = larger(streaming, computing) if kernel.overlapped else streaming + computing
@@ -629,14 +642,18 @@ _ROUTED = (
 # The decode step's kernel and the prompt pass's. At a decode step each expert sees a few rows: a tile's few
 # k-steps leave its weight loads and its MMAs too short a pipeline to hide one behind the other, so the two add
 # (fitted so, the MoE tables' decode rows come 0.7-5 points closer at the median on every accelerator and format but
-# NVFP4 than with the longer of the two); a prompt pass's long tiles overlap them.
-DECODE_KERNEL = Kernel(t_x, t_xE, m_x, eta_xg, None, overlapped=False)
-PREFILL_KERNEL = Kernel(t_xp, None, m_xp, eta_xp, I_xp, overlapped=True)
+# NVFP4 than with the longer of the two); a prompt pass's long tiles overlap them. A prompt pass also moves its
+# routed rows' intermediate activations (the first GEMM's output, k copies of the expert's width a token) through
+# memory between its GEMMs: a wide expert's (Mixtral's 14,336) outweigh its hidden-wide passes; at a decode step's
+# few rows they cannot be told from the fixed time.
+DECODE_KERNEL = Kernel(t_x, t_xE, m_x, None, eta_xg, None, overlapped=False)
+PREFILL_KERNEL = Kernel(t_xp, None, m_xp, m_xip, eta_xp, I_xp, overlapped=True)
 
 
-def _routed_activations(tokens: sympy.Expr) -> sympy.Expr:
-    """Bytes of the k copies of `tokens` d-wide activations a MoE layer routes, on every accelerator (experts split)."""
-    return tokens * k_x.symbol * v_d.symbol * b_a.symbol
+def _routed_activations(tokens: sympy.Expr, width: sympy.Expr = d.symbol) -> sympy.Expr:
+    """Bytes of the k copies of `tokens` activations `width` wide (d, else an expert's intermediate on one
+    accelerator) a MoE layer routes, on every accelerator (experts split)."""
+    return tokens * k_x.symbol * width / d.symbol * v_d.symbol * b_a.symbol
 
 
 def _routed_on_one_node(kernel: Kernel, expert_bytes: Sym, tokens: sympy.Expr) -> sympy.Expr:
@@ -647,6 +664,7 @@ def _routed_on_one_node(kernel: Kernel, expert_bytes: Sym, tokens: sympy.Expr) -
         expert_bytes.symbol / n.symbol,
         tokens * F_x.symbol / n.symbol,
         _routed_activations(tokens),
+        _routed_activations(tokens, w_x.symbol),
         E_x.symbol,
     )
 

@@ -45,6 +45,7 @@ from formulas.notation import (
     S_o,
     S_p,
     W,
+    d,
     k_e,
     kv_seq,
     kv_total,
@@ -364,9 +365,10 @@ def _calibrated_slot(
     `shares` are one accelerator's weights read, GEMM FLOPs, the GEMMs' efficiency, cache bytes and attention FLOPs;
     the routed experts' part of them runs the MoE kernel (`kernel`, formulas/calibrated.py routed_experts), where the
     busiest expert rank computes `imbalance` times its share of the routed experts' FLOPs and moves as many times its
-    share of the routed activations, of `together` ranks' tokens where that many ranks' prompt passes share the
-    experts at once. The tokens reach their experts on the fused all-gather and reduce-scatter (`fused`: each one's
-    latency and link share, DECODE_FUSED or PREFILL_FUSED) or on DeepEP's kernels (`wide`), as w_E says.
+    share of the routed activations (and of their intermediates, `w_L` wide), of `together` ranks' tokens where that
+    many ranks' prompt passes share the experts at once. The tokens reach their experts on the fused all-gather and
+    reduce-scatter (`fused`: each one's latency and link share, DECODE_FUSED or PREFILL_FUSED) or on DeepEP's kernels
+    (`wide`), as w_E says.
     """
     weights, flops, gemm, cache, attention = shares
     gather_latency, gather_share, scatter_latency, scatter_share = fused
@@ -397,6 +399,7 @@ def _calibrated_slot(
             routed_bytes,
             busiest_experts,
             imbalance.symbol * tokens * cal.k_x.symbol * v_d.symbol * b_a.symbol / ep.symbol,
+            imbalance.symbol * tokens * cal.k_x.symbol * w_L.symbol / d.symbol * v_d.symbol * b_a.symbol / ep.symbol,
             cal.E_x.symbol / ep.symbol,
         )
         + larger(

@@ -211,6 +211,29 @@ def test_the_moe_kernel_spends_a_fixed_time_on_each_expert_a_rank_holds():
     assert float(calibration(load_gpu("h200"), "bf16").values[cal.t_xEf]) < 1e-8  # bf16's kernel has next to none
 
 
+def test_a_prompt_pass_moves_its_routed_intermediates_by_hand():
+    """Mixtral 8x7B's prompt pass of 4 x 4,096 tokens on 2 B200s (tp2): besides its hidden-wide passes, each of its 32
+    MoE layers moves the k = 2 routed copies of every token's intermediate, 14,336 / 2 = 7,168 wide on a rank, in bf16
+    (2 bytes), m_x,i times through the 8 TB/s memory (facts: mistralai/Mixtral-8x7B-v0.1 config.json;
+    formulas/gpus.toml). With m_x,i = 0 the kernel is the old one; a decode step's kernel has no such term."""
+    from derive.catalog import load_model
+    from derive.core.evaluation import evaluate
+    from derive.sweeps import predictor_inputs
+    from formulas import notation as sym
+    from formulas import prefill as pf
+
+    values, lib = predictor_inputs(load_model("mixtral-8x7b"), load_gpu("b200"), "fp8-block")
+    batch, prompt, two = sympy.Integer(4), sympy.Integer(4096), sympy.Integer(2)
+    values.update({sym.B: batch, pf.S_p: prompt, sym.S: prompt, sym.n: two})
+    passes = float(values[cal.m_xip])
+    assert passes > 0
+    with_it = evaluate(cal.t_Xp.symbol, dict(values), lib)
+    without = evaluate(cal.t_Xp.symbol, {**values, cal.m_xip: sympy.Integer(0)}, lib)
+    expected = 32 * passes * (4 * 4096 * 2 * 7168 * 2) / 8e12
+    assert float(with_it - without) == pytest.approx(expected, rel=1e-9)
+    assert cal.DECODE_KERNEL.intermediate_passes is None
+
+
 def _allreduce_seconds(group: int, data: float, kernels: tuple, constants: dict) -> float:
     """formulas/calibrated.py's allreduce at `constants` (by symbol) over a 450 GB/s link, as a float."""
     from formulas import sharding as sh

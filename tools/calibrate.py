@@ -18,7 +18,8 @@ can (profiled.MAX_TP) and reports its error beyond them apart. A borrowed fit's 
 
 The routed experts' MoE kernel is fitted apart, to aiconfigurator's MoE kernel tables (benchmarks/profiled.py
 moe_tables: 2,690 shapes, formats and layouts), per accelerator and expert format (formulas/calibrated.py
-routed_experts and narrow_expert_time): a fixed time a MoE layer and passes over the routed activations, then the
+routed_experts and narrow_expert_time): a fixed time a MoE layer and passes over the routed activations (and, in a
+prompt pass, over their expert-wide intermediates), then the
 touched experts' bytes streamed and their FLOPs computed (one after the other at a decode step; at a prompt pass,
 with its tile padding, whichever is longer), and the narrow-width extra; on the tables' decode rows (at most
 MOE_DECODE_TOKENS tokens), then apart on their prompt rows (at least MOE_PREFILL_TOKENS). The end-to-end fit
@@ -251,7 +252,8 @@ def kernel_features(table: profiled.MoeTable) -> np.ndarray:
     accelerator's peaks (the catalog's, as derive prices them): streaming the experts its tokens touch
     (formulas/moe.py's union), computing the busiest rank's routed FLOPs, their roofline over the width, one FLOP a byte
     of the touched experts' weights (the padding's unit), and one pass over the busiest rank's routed activations
-    (k bf16 copies of each d-wide token: formulas/calibrated.py _routed_activations)."""
+    (k bf16 copies of each d-wide token: formulas/calibrated.py _routed_activations) and over their intermediates
+    (k copies of the expert's width on one rank)."""
     gpu = load_gpu(table.gpu)
     _, weight, matmul = profiled.MOE_FORMATS[table.format]
     touched = table.experts * (1 - (1 - table.topk / table.experts) ** table.tokens) / table.ep
@@ -262,21 +264,36 @@ def kernel_features(table: profiled.MoeTable) -> np.ndarray:
     compute = 2 * table.tokens * table.topk * table.params / table.ep * _imbalance(table) / peak
     narrow = np.maximum(stream, compute) / (table.inter / table.tp)
     routed = table.tokens * table.topk * table.hidden * ACTIVATION_BYTES * _imbalance(table) / table.ep
+    intermediate = routed * (table.inter / table.tp) / table.hidden
     experts = np.full_like(stream, table.experts / table.ep)  # the experts one rank holds
     return np.stack(
-        [np.ones_like(stream), stream, compute, narrow, touched_bytes / peak, routed / bandwidth, experts], axis=1
+        [
+            np.ones_like(stream),
+            stream,
+            compute,
+            narrow,
+            touched_bytes / peak,
+            routed / bandwidth,
+            experts,
+            intermediate / bandwidth,
+        ],
+        axis=1,
     )
 
 
 # The kernel's terms as tools/calibrate.py fits them, a column each: a fixed time, 1/stream share x streaming,
 # 1/FLOP share x computing and padding intensity/FLOP share x the padding's unit (added to streaming at a decode step,
 # the longer of streaming and those two in a prompt pass), narrow width x the roofline over the width, activation
-# passes x one pass, a fixed time an expert x the experts a rank holds (formulas/calibrated.py routed_experts and
-# narrow_expert_time).
-KERNEL_TERMS = ("fixed", "stream", "gemm", "narrow", "padding", "routed", "experts")
-# A kernel's constants every expert format shares (a precision's fit holds one of each), by pass.
-SHARED = (("decode", cal.w_0, cal.m_x), ("prefill", cal.w_0p, cal.m_xp))
-SHARED_SYMBOLS = tuple(s for _, *pair in SHARED for s in pair)
+# passes x one pass, a fixed time an expert x the experts a rank holds, intermediate passes x one pass over the
+# intermediates (formulas/calibrated.py routed_experts and narrow_expert_time).
+KERNEL_TERMS = ("fixed", "stream", "gemm", "narrow", "padding", "routed", "experts", "intermediate")
+# A kernel's constants every expert format shares (a precision's fit holds one of each), by pass and by the column
+# each fits.
+SHARED = (
+    ("decode", {3: cal.w_0, 5: cal.m_x}),
+    ("prefill", {3: cal.w_0p, 5: cal.m_xp, 7: cal.m_xip}),
+)
+SHARED_SYMBOLS = tuple(s for _, shared in SHARED for s in shared.values())
 
 
 def _kernel_active(basis: np.ndarray, theta: np.ndarray, kernel: cal.Kernel) -> np.ndarray:
@@ -288,7 +305,7 @@ def _kernel_active(basis: np.ndarray, theta: np.ndarray, kernel: cal.Kernel) -> 
         streams, computes = every, every
     else:
         computes = ~streams
-    return np.stack([every, streams, computes, every, computes, every, every], axis=1)
+    return np.stack([every, streams, computes, every, computes, every, every, every], axis=1)
 
 
 def _kernel_fit(rows: list[tuple[np.ndarray, np.ndarray]], held: dict[int, float], kernel: cal.Kernel) -> np.ndarray:
@@ -297,7 +314,7 @@ def _kernel_fit(rows: list[tuple[np.ndarray, np.ndarray]], held: dict[int, float
     basis = np.concatenate([features for features, _ in rows])
     latency = np.concatenate([y for _, y in rows])
     weights = np.concatenate([np.full(len(y), 1 / np.sqrt(len(y))) for _, y in rows])
-    lower = np.array([0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    lower = np.array([0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0])
     return _alternating_fit(
         basis,
         latency,
@@ -336,8 +353,10 @@ def fit_kernel(tables: list[profiled.MoeTable], shared: dict[str, float] | None 
         ):
             if mask.any():
                 passes[name].append((features[mask], table.latency[mask]))
-    held = {name: {} if shared is None else {3: shared[w.key], 5: shared[m.key]} for name, w, m in SHARED}
-    decode = _kernel_fit(passes["decode"], {4: 0.0} | held["decode"], cal.DECODE_KERNEL)
+    held = {name: {} if shared is None else {j: shared[s.key] for j, s in columns.items()} for name, columns in SHARED}
+    # Only the prompt pass pads and moves its intermediates apart: at a decode step's few rows an expert both are part
+    # of the fixed time.
+    decode = _kernel_fit(passes["decode"], {4: 0.0, 7: 0.0} | held["decode"], cal.DECODE_KERNEL)
     prefill = _kernel_fit(passes["prefill"], {1: decode[1], 6: 0.0} | held["prefill"], cal.PREFILL_KERNEL)
     values = {
         cal.t_x: decode[0],
@@ -351,6 +370,7 @@ def fit_kernel(tables: list[profiled.MoeTable], shared: dict[str, float] | None 
         cal.w_0p: prefill[3],
         cal.m_x: decode[5],
         cal.m_xp: prefill[5],
+        cal.m_xip: prefill[7],
     }
     return {
         "values": {s.key: float(f"{v:.6g}") for s, v in values.items()},
