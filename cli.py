@@ -140,9 +140,9 @@ def option(name: str) -> Callable[..., Any]:
         "text": {},
         "number": {"metavar": "NUMBER"},
     }
-    # A command's own input carries its default here; a shared one is filled in by the scenario (derive/scenario.py).
-    own = {"default": declared.default, "show_default": False} if declared.command else {}
-    return click.option(*flags, name, help=declared.text, **{**kinds[declared.kind], **own})
+    # Every default is filled in below the CLI (a shared input's by the scenario, derive/scenario.py; a command's own
+    # by its API function), which then names it in "defaults used"; the help states it (Input.text).
+    return click.option(*flags, name, help=declared.text, **kinds[declared.kind])
 
 
 def _options(*decorators: Callable[..., Any]) -> Callable[..., Any]:
