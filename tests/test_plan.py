@@ -126,6 +126,15 @@ def test_bad_targets_get_one_line_and_exit_2(run, args, says):
     assert says in result.stderr and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
+def test_the_plan_names_the_defaults_it_took_with_their_values(run):
+    """As every command does: what the user left out, and what stood in for it; what they gave, not."""
+    plan = ("plan", "-m", "llama3-8b", "--gpu", "h100", "--tpot", "20 ms", "--json")
+    notes = json.loads(run(*plan).stdout)["notes"]
+    assert "defaults used: dtype=bf16, prompt=2048, output=256, ttft=2000 ms" in notes
+    given = run(*plan, "--ttft", "1 s", "--dtype", "fp8")
+    assert "defaults used: prompt=2048, output=256" in json.loads(given.stdout)["notes"]
+
+
 def test_prices_move_the_cost_and_can_be_given(run):
     base = json.loads(run("plan", "-m", "llama3-8b", "--gpu", "h100", "--tpot", "20 ms", "--json").stdout)
     dear = run("plan", "-m", "llama3-8b", "--gpu", "h100", "--tpot", "20 ms", "--price", "h100=5.38 USD/h", "--json")
