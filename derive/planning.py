@@ -732,10 +732,12 @@ class Plan:
         return [row for found in self.searches for row in found.rows]
 
     def pareto(self) -> list[Row]:
+        """Each accelerator's frontier, with the pick and its runner-up wherever they sit (the cheapest fleet for a
+        rate may sit off the frontier, and the summary weighs the pick against the runner-up by name)."""
         front = [row for found in self.searches for row in pareto(found.rows)]
-        chosen = self.pick
-        if chosen is not None and chosen not in front:  # the cheapest fleet for a rate may sit off the frontier
-            front.append(chosen)
+        for row in (self.pick, self.runner_up):
+            if row is not None and row not in front:
+                front.append(row)
         return sorted(front, key=lambda r: (r.cost_per_million is None, r.cost_per_million or 0, -r.per_accelerator))
 
     @functools.cached_property
@@ -765,6 +767,12 @@ class Plan:
     def pick(self) -> Row | None:
         """The cheapest row meeting the targets (without prices, the most tokens per accelerator); None if none."""
         return pick(self.rows)
+
+    @property
+    def runner_up(self) -> Row | None:
+        """The row the pick is weighed against: the one `pick` would choose were the pick not there."""
+        chosen = self.pick
+        return None if chosen is None else runner_up(self.rows, chosen)
 
     @property
     def results(self) -> dict[str, Any]:
@@ -918,12 +926,12 @@ class Plan:
             "J/tok",
             "binds",
         ]
-        chosen = self.pick
+        chosen, other = self.pick, self.runner_up
         body = []
         for r in self.pareto():
             body.append(
                 [
-                    "*" if r is chosen else "",
+                    "*" if r is chosen else "+" if r is other else "",
                     r.gpu,
                     str(r.layout.accelerators),
                     str(r.layout),
@@ -941,6 +949,16 @@ class Plan:
             )
         return head, body
 
+    def legend(self) -> str:
+        """What the table's rows are and what its marks mean."""
+        return (
+            "On each accelerator, the layouts no other beats on both tokens/s per accelerator and tokens/s per user, "
+            "by cost per million tokens (without a price, by tokens/s per accelerator)"
+            + ("; * marks the pick" if self.pick is not None else "")
+            + (", + the runner-up it is weighed against" if self.runner_up is not None else "")
+            + "."
+        )
+
     def to_text(self) -> str:
         head, body = self.table()
         widths = [max(len(x) for x in column) for column in zip(head, *body, strict=True)]
@@ -951,7 +969,7 @@ class Plan:
                     c.rjust(w) if i > 3 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
                 ).rstrip()
             )
-        lines += ["", self.summary(), ""] + [f"note: {n}" for n in self.notes]
+        lines += ["", self.legend(), "", self.summary(), ""] + [f"note: {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
 
     def to_markdown(self) -> str:
@@ -960,7 +978,8 @@ class Plan:
             f"| {' | '.join(c)} |" for c in body
         ]
         notes = "\n".join(f"- {n}" for n in self.notes)
-        return f"## Plan\n\n{self.describe_targets()}\n\n" + "\n".join(rows) + f"\n\n{self.summary()}\n\n{notes}\n"
+        table = "\n".join(rows)
+        return f"## Plan\n\n{self.describe_targets()}\n\n{table}\n\n{self.legend()}\n\n{self.summary()}\n\n{notes}\n"
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
@@ -1013,8 +1032,7 @@ class Plan:
         )
 
     def _why_dict(self) -> dict[str, Any] | None:
-        chosen = self.pick
-        other = None if chosen is None else runner_up(self.rows, chosen)
+        chosen, other = self.pick, self.runner_up
         if chosen is None or other is None:
             return None
         said, factors = why(chosen, other, self.prices)
@@ -1023,8 +1041,7 @@ class Plan:
 
     def _why(self) -> str:
         """' Against the runner-up, ... decides' where there is one."""
-        chosen = self.pick
-        other = None if chosen is None else runner_up(self.rows, chosen)
+        chosen, other = self.pick, self.runner_up
         if chosen is None or other is None:
             return ""
         said, _ = why(chosen, other, self.prices)

@@ -255,6 +255,10 @@ def test_why_the_pick_wins_multiplies_out(model, targets):
     assert math.prod(factors.values()) == pytest.approx(other.cost_per_million / chosen.cost_per_million, rel=1e-9)
     assert " decides (" in said and "Against the runner-up" in p.summary()
     assert p.to_json() and json.loads(p.to_json())["why"]["factors"] == pytest.approx(factors)
+    # The table shows the runner-up the summary names, marked, even where it sits off the frontier.
+    _, body = p.table()
+    assert [(row[1], row[3]) for row in body if row[0] == "+"] == [(other.gpu, str(other.layout))]
+    assert "+ the runner-up it is weighed against" in p.legend() and p.legend() in p.to_text() + p.to_markdown()
 
 
 def test_why_says_when_fleets_tie():
