@@ -234,7 +234,8 @@ class Gpt2:
         ]
 
     def forward(self, tokens: np.ndarray, start: int, cache: list[list[np.ndarray]] | None) -> np.ndarray:
-        """Logits for tokens (batch, T) at positions start..start+T-1, attending to `cache` first."""
+        """Logits of each sequence's last token (the one a server samples from) for tokens (batch, T) at positions
+        start..start+T-1, attending to `cache` first."""
         b, t = tokens.shape
         h, dh = self.heads, self.head_dim
         # Rows are (batch x T) tokens: 2-D matmuls take BLAS's fast path (3-D ones against a
@@ -256,7 +257,8 @@ class Gpt2:
             x = x + attended.transpose(0, 2, 1, 3).reshape(b * t, h * dh) @ layer["proj"] + layer["proj_b"]
             hidden = self._gelu(self._norm(x, layer["ln2"]) @ layer["fc"] + layer["fc_b"])
             x = x + hidden @ layer["out"] + layer["out_b"]
-        return self._norm(x, self.ln_f) @ self.wte.T  # the tied head: every token's logits
+        last = x.reshape(b, t, -1)[:, -1]  # a prompt pass scores its last token alone, as servers do
+        return self._norm(last, self.ln_f) @ self.wte.T  # the tied head
 
 
 def _library_costs(model: Model, batch: int, tokens: int, phase: str) -> tuple[sympy.Expr, sympy.Expr]:

@@ -20,7 +20,7 @@ from derive.core.library import formula, larger, smaller
 from derive.core.symbols import Sym, alias, define
 from formulas.collectives import ring_allreduce
 from formulas.flops import F_att
-from formulas.notation import BW, B, F, F_pre, K_pr, L, P, S_o, S_p, d, d_ff, kv_total, n, s_kv, tau
+from formulas.notation import BW, B, F, F_pre, F_pw, K_pr, L, P, S_o, S_p, S_sc, d, d_ff, kv_total, n, s_kv, tau
 from formulas.reads import W_pre, W_read
 from formulas.sharding import BW_link, b_a, v_d
 
@@ -701,9 +701,9 @@ prefill_weight_time = formula(
 )
 prefill_gemm_time = formula(
     t_Gp,
-    _split(B.symbol * S_p.symbol * (F.symbol - F_x.symbol), eta_p, P),
-    "Every prompt token through the weights, at the large-GEMM fraction of the peak FLOP/s; the routed experts' "
-    "are t_X,p.",
+    _split(B.symbol * (F_pw.symbol - S_p.symbol * F_x.symbol), eta_p, P),
+    "Every prompt token through the weights (the head scoring the last), at the large-GEMM fraction of the peak "
+    "FLOP/s; the routed experts' are t_X,p.",
 )
 prefill_kv_write_time = formula(
     t_Kp,
@@ -748,7 +748,9 @@ e2e_cal = define(
 alias("calibrated_e2e_latency", e2e_cal)
 calibrated_throughput = formula(R_cal, B.symbol * tau.symbol / t_cal.symbol, "Every sequence gains tau tokens a step.")
 calibrated_e2e_latency = formula(
-    e2e_cal, t_calp.symbol + S_o.symbol * t_cal.symbol / tau.symbol, "The prompt pass, then S_o/tau decode steps."
+    e2e_cal,
+    t_calp.symbol + (S_o.symbol - S_sc.symbol) * t_cal.symbol / tau.symbol,
+    "The prompt pass, which gives the first output token, then (S_o - 1)/tau decode steps for the rest.",
 )
 
 # Where the calibrated roofline bends: the ridge at the efficiencies real kernels reach, not at the peaks.

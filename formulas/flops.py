@@ -2,7 +2,7 @@
 
 from derive.core.library import formula
 from derive.core.symbols import define
-from formulas.notation import F, N, N_act, N_mm, S, a, c_mac
+from formulas.notation import F, F_lm, N, N_act, N_lm, N_mm, S, a, c_mac
 
 F_att = define("attention_flops_per_token", "F_att", "FLOP/token", r"F_{att}", "attention FLOPs per token at context S")
 F_att_avg = define(
@@ -28,6 +28,10 @@ weight_flops_per_token = formula(
     c_mac.symbol * N_mm.symbol,
     "Each parameter a token multiplies through costs one multiply-accumulate, two FLOPs "
     "(Kaplan et al. 2020, 'Scaling Laws for Neural Language Models', sec. 2.1).",
+)
+
+lm_head_flops_per_token = formula(
+    F_lm, c_mac.symbol * N_lm.symbol, "The head multiplies a token's hidden state by its V x d matrix."
 )
 
 attention_flops_per_token = formula(

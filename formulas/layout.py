@@ -37,6 +37,7 @@ from formulas.notation import (
     E,
     F,
     F_pre,
+    F_pw,
     K_pr,
     L,
     M,
@@ -562,7 +563,11 @@ prefill_weight_read_per_accelerator = formula(
 )
 prefill_flops_per_accelerator = formula(
     F_pg,
-    B.symbol * S_p.symbol * (_per(F.symbol - cal.F_x.symbol, n, pp) + d_p.symbol * _per(cal.F_x.symbol, n, dp, pp)),
+    B.symbol
+    * (
+        _per(F_pw.symbol - S_p.symbol * cal.F_x.symbol, n, pp)
+        + d_p.symbol * S_p.symbol * _per(cal.F_x.symbol, n, dp, pp)
+    ),
     "The prompts sit on one attention rank: its n accelerators do the replicated matmuls, the whole stage the experts, "
     "for the d_p ranks whose prompts run at once (on a busy server every rank prefills in the same steps, as "
     "aiconfigurator 0.12's aggregated mixed steps price it: each carries every rank's chunk through the experts).",

@@ -179,6 +179,15 @@ c_mac = constant(
     "FLOPs per parameter per token: one multiply and one add",
 )
 
+S_sc = constant(
+    "scored_tokens",
+    "S_sc",
+    1,
+    "token/sequence",
+    r"S_{sc}",
+    "prompt tokens per sequence the LM head scores: the last, whose logits give the first output token",
+)
+
 # Workload.
 B = define("batch", "B", "sequence", "B", "sequences decoded together")
 S = define("context", "S", "token/sequence", "S", "tokens of context each sequence holds")
@@ -231,6 +240,14 @@ F_pre = define(
 kv_total = define("kv_bytes", "K", "byte", "K", "KV-cache bytes of the batch (read once per decode step)")
 alias("kv_read_bytes", kv_total)
 F = define("weight_flops_per_token", "F", "FLOP/token", "F", "matmul FLOPs per token through the weights")
+F_lm = define("lm_head_flops_per_token", "F_lm", "FLOP/token", r"F_{lm}", "FLOPs a token spends in the LM head")
+F_pw = define(
+    "prompt_weight_flops_per_sequence",
+    "F_pw",
+    "FLOP/sequence",
+    r"F_{pw}",
+    "matmul FLOPs of one sequence's prompt pass: every prompt token through the weights, the head on the last",
+)
 t_mem = define("memory_time", "t_mem", "second", r"t_{mem}", "time to read the step's bytes from memory")
 t_comp = define("compute_time", "t_comp", "second", r"t_{comp}", "time for the step's FLOPs at peak")
 t_step = define("step_time", "t_step", "second", r"t_{step}", "decode step time (roofline)")

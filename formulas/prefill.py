@@ -5,7 +5,7 @@ Efficiencies default to 1: the predictions are floors, and a real server is slow
 
 from derive.core.library import formula, larger
 from derive.core.symbols import define
-from formulas.notation import BW, B, F, F_pre, K_pr, P, S_o, S_p, a, k, n, s_kv, t_step, tau
+from formulas.notation import BW, B, F, F_lm, F_pre, F_pw, K_pr, P, S_o, S_p, S_sc, a, k, n, s_kv, t_step, tau
 from formulas.reads import W_pre
 
 eta_bw = define("bandwidth_efficiency", "eta_bw", "", r"\eta_{bw}", "fraction of peak bandwidth achieved")
@@ -44,6 +44,14 @@ prefill_attention_flops_per_token = formula(
     "Causal masking: the prompt token at position p attends to p tokens, S_p/2 on average (a window caps it).",
 )
 
+prompt_weight_flops_per_sequence = formula(
+    F_pw,
+    S_p.symbol * (F.symbol - F_lm.symbol) + S_sc.symbol * F_lm.symbol,
+    "Every prompt token goes through the weights; the head scores only the last, whose logits give the first output "
+    "token (vLLM and TensorRT-LLM gather the last position's hidden state before the head; aiconfigurator 0.12 "
+    "prices its context logits GEMM at one row a sequence).",
+)
+
 prefill_memory_time = formula(
     t_pm,
     (W_pre.symbol / n.symbol + B.symbol * K_pr.symbol / s_kv.symbol) / (eta_bw.symbol * BW.symbol),
@@ -53,8 +61,9 @@ prefill_memory_time = formula(
 
 prefill_compute_time = formula(
     t_pc,
-    B.symbol * S_p.symbol * (F.symbol + F_pre.symbol) / (n.symbol * eta_f.symbol * P.symbol),
-    "Every prompt token goes through the weights and attends causally to the tokens before it.",
+    B.symbol * (F_pw.symbol + S_p.symbol * F_pre.symbol) / (n.symbol * eta_f.symbol * P.symbol),
+    "Every prompt token goes through the weights (the head scoring the last) and attends causally to the tokens "
+    "before it.",
 )
 
 time_to_first_token = formula(ttft, larger(t_pm.symbol, t_pc.symbol), "Roofline of the prompt pass.")
@@ -67,8 +76,8 @@ time_per_output_token = formula(
 
 e2e_latency = formula(
     e2e,
-    ttft.symbol + S_o.symbol * tpot.symbol / tau.symbol,
-    "The prompt pass, then S_o/tau decode steps.",
+    ttft.symbol + (S_o.symbol - S_sc.symbol) * tpot.symbol / tau.symbol,
+    "The prompt pass, which gives the first output token, then (S_o - 1)/tau decode steps for the rest.",
 )
 
 decode_throughput = formula(R_dec, B.symbol * tau.symbol / tpot.symbol, "Every sequence gains tau tokens per step.")

@@ -183,7 +183,7 @@ def test_the_routed_expert_term_is_zero_for_a_dense_model_and_the_step_its_old_f
         cal.weight_read_time: cal.W_read.symbol / (n * cal.eta_w.symbol * cal.BW.symbol),
         cal.decode_gemm_time: B * tau * cal.F.symbol / (n * cal.eta_g.symbol * cal.P.symbol),
         cal.prefill_weight_time: cal.W_pre.symbol / (n * cal.eta_w.symbol * cal.BW.symbol),
-        cal.prefill_gemm_time: B * cal.S_p.symbol * cal.F.symbol / (n * cal.eta_p.symbol * cal.P.symbol),
+        cal.prefill_gemm_time: B * cal.F_pw.symbol / (n * cal.eta_p.symbol * cal.P.symbol),
         cal.routed_expert_time: 0,
         cal.prefill_routed_expert_time: 0,
     }

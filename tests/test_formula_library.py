@@ -114,11 +114,15 @@ def test_flops_per_token_sums_per_layer():
 
 
 def test_predict_e2e_is_ttft_plus_output_steps(run):
+    """The prompt pass gives the first output token; the other S_o - 1 take a decode step each."""
     out = results(run, "predict", "--model", "llama70b", "--prompt", "4096", "--output", "256")
     for suffix in ("", "_floor"):
         ttft, tpot = out[f"ttft{suffix}"]["value"], out[f"tpot{suffix}"]["value"]
-        assert out[f"e2e_latency{suffix}"]["value"] == pytest.approx(ttft + 256 * tpot)
+        assert out[f"e2e_latency{suffix}"]["value"] == pytest.approx(ttft + 255 * tpot)
         assert out[f"throughput{suffix}"]["value"] == pytest.approx(1 / tpot)
+    one = results(run, "predict", "--model", "llama70b", "--prompt", "4096", "--output", "1")
+    for suffix in ("", "_floor"):  # a one-token reply is its prompt pass
+        assert one[f"e2e_latency{suffix}"]["value"] == pytest.approx(one[f"ttft{suffix}"]["value"])
 
 
 def test_tpot_is_the_bandwidth_floor_computed_by_hand(run):

@@ -195,6 +195,7 @@ def prefill_pass(setup: Setup, inputs: Inputs) -> Sheet:
     for eta in (pf.eta_bw, pf.eta_f):
         work.given(eta, 1, "the ceilings themselves")
     work.compute(work.library.get("prefill_memory_time"), "prefill_memory_time")
+    work.compute(work.library.get("prompt_weight_flops_per_sequence"))
     work.compute(work.library.get("prefill_compute_time"), "prefill_compute_time")
     work.compute(work.library.get("ttft_floor"), "prefill_time")
     return work.sheet
