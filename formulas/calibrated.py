@@ -20,7 +20,7 @@ from derive.core.library import formula, larger, smaller
 from derive.core.symbols import Sym, alias, define
 from formulas.collectives import ring_allreduce
 from formulas.flops import F_att
-from formulas.notation import BW, B, F, F_pre, F_pw, K_pr, L, P, S_o, S_p, S_sc, d, d_ff, kv_total, n, s_kv, tau
+from formulas.notation import BW, B, F, F_pre, F_pw, K_pr, L, P, S_o, S_p, S_sc, d, d_ff, kv_total, n, s_kv, s_kvp, tau
 from formulas.reads import W_pre, W_read
 from formulas.sharding import BW_link, b_a, v_d
 
@@ -707,7 +707,7 @@ prefill_gemm_time = formula(
 )
 prefill_kv_write_time = formula(
     t_Kp,
-    B.symbol * K_pr.symbol / (s_kv.symbol * eta_kv.symbol * BW.symbol),
+    B.symbol * K_pr.symbol / (s_kvp.symbol * eta_kv.symbol * BW.symbol),
     "The prompt pass writes each prompt token's KV once, each accelerator its shard of the KV heads.",
 )
 prefill_attention_time = formula(

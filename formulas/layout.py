@@ -52,6 +52,7 @@ from formulas.notation import (
     kv_total,
     n,
     s_kv,
+    s_kvp,
     t_comp,
     t_mem,
     t_step,
@@ -578,7 +579,7 @@ prefill_attention_flops_per_accelerator = formula(
     "Causal attention over the prompts, split over the rank's query heads, for the stage's layers.",
 )
 prefill_kv_per_accelerator = formula(
-    K_pg, _per(B.symbol * K_pr.symbol, pp, s_kv), "The rank writes its prompts' cache, split over its KV shards."
+    K_pg, _per(B.symbol * K_pr.symbol, pp, s_kvp), "The rank writes its prompts' cache, split over its KV shards."
 )
 prefill_activation_bytes = formula(
     X_p, B.symbol * S_p.symbol * v_d.symbol * b_a.symbol, "Every prompt token is a d-wide activation."

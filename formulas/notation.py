@@ -203,7 +203,20 @@ n = define("tp", "n", "", "n", "tensor-parallel degree (accelerators sharing eac
 h_kv = define(
     "kv_splits", "h_kv", "", r"h_{kv}", "most ways tensor parallelism splits the cache: its KV heads (1 for a latent)"
 )
-s_kv = define("kv_shards", "s_kv", "", r"s_{kv}", "ways tensor parallelism splits the cache: min(n, h_kv)")
+s_kv = define(
+    "kv_shards",
+    "s_kv",
+    "",
+    r"s_{kv}",
+    "ways tensor parallelism splits the cache: the whole over one accelerator's share",
+)
+s_kvp = define(
+    "prompt_kv_shards",
+    "s_kvp",
+    "",
+    r"s_{kv,p}",
+    "ways tensor parallelism splits the cache after a prompt: the whole over one accelerator's share",
+)
 
 # Derived quantities (defined in memory.py, flops.py, roofline.py).
 W = define("weight_bytes", "W", "byte", "W", "bytes of weights")

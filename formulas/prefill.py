@@ -5,7 +5,7 @@ Efficiencies default to 1: the predictions are floors, and a real server is slow
 
 from derive.core.library import formula, larger
 from derive.core.symbols import define
-from formulas.notation import BW, B, F, F_lm, F_pre, F_pw, K_pr, P, S_o, S_p, S_sc, a, k, n, s_kv, t_step, tau
+from formulas.notation import BW, B, F, F_lm, F_pre, F_pw, K_pr, P, S_o, S_p, S_sc, a, k, n, s_kvp, t_step, tau
 from formulas.reads import W_pre
 
 eta_bw = define("bandwidth_efficiency", "eta_bw", "", r"\eta_{bw}", "fraction of peak bandwidth achieved")
@@ -54,7 +54,7 @@ prompt_weight_flops_per_sequence = formula(
 
 prefill_memory_time = formula(
     t_pm,
-    (W_pre.symbol / n.symbol + B.symbol * K_pr.symbol / s_kv.symbol) / (eta_bw.symbol * BW.symbol),
+    (W_pre.symbol / n.symbol + B.symbol * K_pr.symbol / s_kvp.symbol) / (eta_bw.symbol * BW.symbol),
     "The prompt pass reads the weights it multiplies through once and writes each prompt token's KV, each "
     "accelerator its share.",
 )

@@ -11,7 +11,26 @@ import sympy
 from derive.core.library import formula, larger, smaller
 from derive.core.symbols import define
 from formulas.flops import F_att
-from formulas.notation import BW, B, B_max, F, M, P, R, W, h_kv, kv_seq, kv_total, n, s_kv, t_comp, t_mem, t_step, tau
+from formulas.notation import (
+    BW,
+    B,
+    B_max,
+    F,
+    M,
+    P,
+    R,
+    W,
+    h_kv,
+    kv_seq,
+    kv_total,
+    n,
+    s_kv,
+    s_kvp,
+    t_comp,
+    t_mem,
+    t_step,
+    tau,
+)
 from formulas.reads import W_read
 
 kv_shards = formula(
@@ -19,6 +38,9 @@ kv_shards = formula(
     smaller(n.symbol, h_kv.symbol),
     "Tensor parallelism gives each accelerator whole KV heads: past h_kv of them the heads are copied, and a latent "
     "cache has none to split (vLLM's and SGLang's attention backends).",
+)
+prompt_kv_shards = formula(
+    s_kvp, s_kv.symbol, "A model whose layers all split their cache alike splits it so whatever its length."
 )
 
 memory_time = formula(

@@ -45,3 +45,25 @@ def test_kv_dtype_halves_bytes(run):
     bf16 = kv_json(run, "--model", "mistral-7b", "--kv-dtype", "bf16")
     fp8 = kv_json(run, "--model", "mistral-7b", "--kv-dtype", "fp8")
     assert fp8["kv_bytes_per_token"]["value"] * 2 == bf16["kv_bytes_per_token"]["value"]
+
+
+def test_each_layer_kind_splits_its_own_cache_under_tensor_parallelism():
+    """Nemotron-3 Nano at tp 4: its 6 attention layers keep 2 KV heads (split 2 ways, then copied), its 23 Mamba-2
+    layers 64 heads of state (split 4 ways), as vLLM shards each layer. One accelerator holds S·k_full/2 + state/4
+    of a sequence, not the whole cache over min(4, 2)."""
+    import math
+
+    import derive
+    from formulas import notation as sym
+
+    d = derive.fit("nemotron3-nano", tp=4)
+    v = {str(k): val for k, val in d.sheet.values.items()}
+    attention = v["S"] * v["k_full"]
+    state = v["b_kv"] * v["q_cv_ssm"] + v["b_st"] * v["s_st_ssm"]
+    per_rank = attention / 2 + state / 4
+    assert d.sheet.values[sym.kv_seq] == attention + state
+    assert d.sheet.values[sym.s_kv] == (attention + state) / per_rank
+    held = math.floor((v["M"] - v["W"] / 4) / per_rank)
+    assert d.results["max_sequences"].magnitude == held
+    # A model whose layers all split alike keeps min(n, h_kv): Llama 3 70B's 8 KV heads at tp 4.
+    assert derive.fit("llama3-70b", tp=4).sheet.values[sym.s_kv] == 4

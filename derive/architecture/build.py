@@ -341,6 +341,8 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
     values, flops_per_cached, kinds = [], [], []
     zero = sympy.Integer(0)
     cache_at: dict[str, sympy.Expr] = {"S": zero, "S_p": zero}
+    # One accelerator's share of the cache at S and S_p, each kind split over its own heads.
+    per_rank: dict[str, sympy.Expr] = {"S": zero, "S_p": zero}
     attended: dict[str, sympy.Expr] = {"S": zero, "S_p": zero}  # decode at S; the mean over a prompt of S_p
     prompt_mean_at_s: sympy.Expr = sympy.Integer(0)
     marginal: sympy.Expr = sympy.Integer(0)  # past every window: what each token adds, and what stays fixed
@@ -372,6 +374,7 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
             if kv_sym is not None:
                 for key, context in (("S", S), ("S_p", S_p)):
                     cache_at[key] += mixer.cache(s, context, kv_sym.symbol)
+                    per_rank[key] += mixer.cache(s, context, kv_sym.symbol) / _split(mixer)
                 grows, held = mixer.cache_growth(s, kv_sym.symbol)
                 marginal, fixed = marginal + grows, fixed + held
             attended["S"] += mixer.attended(s, S, a.symbol)
@@ -400,6 +403,8 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
             )
             cache_at["S"] += state
             cache_at["S_p"] += state
+            for key in per_rank:
+                per_rank[key] += state / _split(mixer)
             fixed += state
             for key in attended:
                 attended[key] += f.symbol
@@ -412,7 +417,19 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
         per_token.append(make(total, sympy.Add(*parts), "Every layer kind that caches tokens, before any window."))
     from formulas.flops import F_att, F_att_avg
 
+    # Where the kinds split their caches different ways (a Mamba or linear-attention state over its many heads beside
+    # attention's few KV heads), s_kv is the whole cache over one accelerator's share, not the fewest heads' min(n, h).
+    splits = {mixer.cache_splits() for mixer in mixers if mixer.cache_splits() and _keeps_cache(mixer, syms)}
+    shards = (
+        (
+            Formula(n.s_kv, n.kv_seq.symbol / per_rank["S"], _SHARDS),
+            Formula(n.s_kvp, n.K_pr.symbol / per_rank["S_p"], "The same after a prompt of S_p tokens."),
+        )
+        if len(splits) > 1 and not any(m.whole_cache for m in mixers if _keeps_cache(m, syms))
+        else ()
+    )
     costs = (
+        *shards,
         Formula(n.kv_seq, cache_at["S"], "Each layer kind caches its tokens (at most its window) or keeps its state."),
         Formula(n.K_pr, cache_at["S_p"], "The same cache after a prompt of S_p tokens."),
         Formula(n.k_m, marginal, "Past every window, each token adds a cache entry in the layers that keep all."),
@@ -422,6 +439,24 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
         Formula(n.F_pre, attended["S_p"], "The same, averaged over a causal prompt of S_p tokens."),
     )
     return tuple(per_token), costs, tuple(kinds)
+
+
+_SHARDS = (
+    "Tensor parallelism splits each layer kind's cache over its own heads, at most n ways (vLLM shards attention's "
+    "KV heads and a Mamba or linear-attention layer's heads, its state with them): the cache over one accelerator's "
+    "share of it."
+)
+
+
+def _split(mixer: Kind) -> sympy.Expr:
+    """How many ways tensor parallelism splits `mixer`'s cache at tp n."""
+    return sympy.Min(n.n.symbol, mixer.cache_splits())
+
+
+def _keeps_cache(mixer: Kind, syms: _Symbols) -> bool:
+    """Whether `mixer`'s layers keep a cache or a state a sequence holds."""
+    s = syms.of(mixer)
+    return mixer.cached_values(s) != 0 or mixer.state_values(s) != 0 or mixer.state_conv_values(s) != 0
 
 
 def _lookups(arch: Architecture) -> tuple[Formula, ...]:

@@ -170,6 +170,13 @@ class Kind:
         """Key/value heads the cache holds per token (0 where the cache is not per head)."""
         return 0
 
+    def cache_splits(self) -> int:
+        """The most ways tensor parallelism splits this kind's cache or state: not at all for one latent or shared
+        head, else by its KV heads, else by its (recurrent) heads, as vLLM shards each layer's own."""
+        if self.whole_cache:
+            return 1
+        return self.kv_head_count() or self.head_count() or 1
+
     def head_width(self) -> int:
         """Width of one head's value (the attention output per head)."""
         return 0
