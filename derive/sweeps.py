@@ -23,11 +23,13 @@ from derive.core.errors import DeriveError
 from derive.core.evaluation import evaluate, inline_all, symbols_of
 from derive.core.library import Library
 from derive.core.symbols import Sym
+from derive.systems import system_of
 from formulas import calibrated as cal
 from formulas import energy as en
 from formulas import library
 from formulas import notation as sym
 from formulas import prefill as pf
+from formulas import sharding as sh
 
 # Numeric axes a sweep may vary, and the symbol each sets.
 AXES: dict[str, Sym] = {"tp": sym.n, "batch": sym.B, "context": sym.S, "prompt": pf.S_p, "output": pf.S_o}
@@ -100,13 +102,50 @@ def formula_target(name: str) -> Target:
 
 
 @dataclass
+class TpRule:
+    """tp chosen row by row where it is neither swept nor fixed: the degree `derive predict` (or, for a formula,
+    every command) picks at the context the row's cache must hold (derivations.common.smallest_tp)."""
+
+    choose: Callable[[sympy.Expr], int]  # the degree at a context
+    context: Callable[..., Any]  # the row's context, a numpy function of the swept axes
+    known: dict[int, int] = field(default_factory=dict)  # degree by context
+
+    def at(self, tokens: int) -> int:
+        if tokens not in self.known:
+            self.known[tokens] = self.choose(sympy.Integer(tokens))
+        return self.known[tokens]
+
+    def __call__(self, args: Sequence[Any], shape: tuple[int, ...]) -> Any:
+        """The degree of each point, as float64 like the axes."""
+        tokens = np.broadcast_to(np.asarray(self.context(*args), dtype=np.float64), shape).astype(np.int64)
+        low, high = int(tokens.min()), int(tokens.max())
+        rises = self.rises(low, high)
+        edges = np.array([t for t, _ in rises], dtype=np.int64)
+        degrees = np.array([self.at(low), *(tp for _, tp in rises)], dtype=np.float64)
+        return degrees[np.searchsorted(edges, tokens, side="right")]
+
+    def rises(self, low: int, high: int) -> list[tuple[int, int]]:
+        """(first context, degree) wherever the degree rises between two contexts: it never falls as the context
+        grows, so bisection finds each rise in a few choices instead of one choice a row."""
+        if self.at(low) == self.at(high):
+            return []
+        if high - low == 1:
+            return [(high, self.at(high))]
+        middle = (low + high) // 2
+        return self.rises(low, middle) + self.rises(middle, high)
+
+
+@dataclass
 class Compiled:
-    """One categorical combination: a numpy function of the numeric axes for each output, and the fit check."""
+    """One categorical combination: a numpy function of the numeric axes for each output, and the fit check.
+
+    With `tp_rule`, the functions take the chosen degree after the axes."""
 
     labels: dict[str, str]
     functions: dict[str, Callable[..., Any]]
     fits: Callable[..., Any]
     axes: tuple[str, ...]
+    tp_rule: TpRule | None = None
 
 
 def predictor_inputs(
@@ -140,11 +179,42 @@ def predictor_inputs(
     return values, library
 
 
-def chosen_tp(model: Model, gpu: Gpu, dtype: str, context: int, kv_dtype: str | None = None) -> int:
-    """The rule every command uses when --tp is not given (derivations.common.smallest_tp)."""
+# derive predict decodes at the prompt plus, on average, half the output, and sizes memory (its tp, whether the
+# batch fits) at the end of the output.
+MEAN_CONTEXT = pf.S_p.symbol + pf.S_o.symbol / 2
+END_CONTEXT = pf.S_p.symbol + pf.S_o.symbol
+
+
+def held_context(target: Target, axes: Sequence[str]) -> sympy.Expr:
+    """The context each sequence's cache must hold, where tp is chosen and `fits` checked: the step's own with
+    --context (and for a formula), derive predict's end of the output for predict without it."""
+    return END_CONTEXT if target.name == "predict" and "context" not in axes else sym.S.symbol
+
+
+def chosen_tp(model: Model, gpu: Gpu, dtype: str, context: sympy.Expr, kv_dtype: str | None = None) -> int:
+    """The rule every command uses when --tp is not given (derivations.common.smallest_tp), at `context`.
+
+    Where no degree holds one sequence, the widest that splits the heads: the row is kept and marked unfit, as a
+    sweep keeps every configuration, where a command would refuse it."""
+    from derive.core.errors import FitError
     from derive.derivations.common import Setup, smallest_tp
 
-    return smallest_tp(Setup(model=model, gpu=gpu, dtype=dtype, kv_dtype=kv_dtype, context=context))
+    setup = Setup(model=model, gpu=gpu, dtype=dtype, kv_dtype=kv_dtype)
+    try:
+        return smallest_tp(setup, gpu, context)
+    except FitError:
+        return widest_split(model)
+
+
+def widest_split(model: Model) -> int:
+    """The power of two at which smallest_tp stops doubling: the next would not split whole heads."""
+    from derive.core.validate import COUNT_LIMITS
+    from derive.layouts import shape, tp_problem
+
+    s, tp = shape(model), 1
+    while tp < COUNT_LIMITS["tp"] and tp_problem(s, 2 * tp) is None:
+        tp *= 2
+    return tp
 
 
 def compile_combination(
@@ -160,15 +230,21 @@ def compile_combination(
     loaded = load_model(model) if isinstance(model, str) else model
     accelerator = load_gpu(gpu) if isinstance(gpu, str) else gpu
     values, library = predictor_inputs(loaded, accelerator, dtype, kv_dtype=kv_dtype)
+    system = system_of(accelerator)
+    if system is not None and accelerator.link is not None:  # a tp group past the node crosses its network
+        values[sh.BW_link] = system.link_for(sym.n.symbol)
     swept = [AXES[a] for a in axes]
     for axis, value in defaults.items():  # numeric inputs held fixed
         if axis not in axes:
             values[AXES[axis]] = sympy.Integer(value)
-    if "tp" not in axes and "tp" not in defaults:
-        values[sym.n] = sympy.Integer(chosen_tp(loaded, accelerator, dtype, defaults.get("context", 2048), kv_dtype))
     if target.name == "predict" and "context" not in axes:
-        # Decode steps see the prompt plus, on average, half the output (as derive predict does).
-        values.pop(sym.S, None)
+        values.pop(sym.S, None)  # the decode step's context is the mean one (`substituted`)
+    held = held_context(target, axes)
+    tp_rule = None
+    if "tp" not in axes and "tp" not in defaults:  # chosen row by row, at the context memory must hold
+        context = compiled([s.symbol for s in swept], substituted(held, swept, values, library, predict=False))
+        tp_rule = TpRule(functools.partial(chosen_tp, loaded, accelerator, dtype, kv_dtype=kv_dtype), context)
+        swept = [*swept, sym.n]
     # The outputs substituted together: they share most of their terms, and inlining walks them once.
     columns = list(target.outputs)
     together = substituted(
@@ -176,20 +252,24 @@ def compile_combination(
     )
     arguments = [s.symbol for s in swept]
     functions = {c: compiled(arguments, e) for c, e in zip(columns, together, strict=True)}
-    # Fits when one accelerator's share of the weights and of the batch's cache (at the end of its output, for the
-    # predictor) fits its memory (formulas/roofline.py's M_g, the check every command makes).
-    held = pf.S_p.symbol + pf.S_o.symbol if target.name == "predict" else sym.S.symbol
-    one_sequence = library.get("kv_bytes_per_sequence").expr.xreplace({sym.S.symbol: held})
-    needed = library.get("memory_per_accelerator").expr.xreplace({sym.kv_seq.symbol: one_sequence})
-    fits = compile_expression(sympy.Le(needed, sym.M.symbol), swept, values, library, predict=False)
-    return Compiled({"model": loaded.name, "gpu": accelerator.name, "dtype": dtype}, functions, fits, tuple(axes))
+    # Fits when one accelerator's share of the weights and of the batch's cache (at the context `held`) fits its
+    # memory (formulas/roofline.py's M_g, the check every command makes).
+    needed = library.get("memory_per_accelerator").expr
+    fits = compile_expression(sympy.Le(needed, sym.M.symbol), swept, values, library, predict=False, context=held)
+    labels = {"model": loaded.name, "gpu": accelerator.name, "dtype": dtype}
+    return Compiled(labels, functions, fits, tuple(axes), tp_rule)
 
 
 def compile_expression(
-    expr: sympy.Expr, swept: list[Sym], values: dict[Sym, sympy.Expr], library: Library, predict: bool
+    expr: sympy.Expr,
+    swept: list[Sym],
+    values: dict[Sym, sympy.Expr],
+    library: Library,
+    predict: bool,
+    context: sympy.Expr | None = None,
 ) -> Callable[..., Any]:
     """`expr` as a numpy function of the swept symbols, every other symbol at its value."""
-    return compiled([s.symbol for s in swept], substituted(expr, swept, values, library, predict))
+    return compiled([s.symbol for s in swept], substituted(expr, swept, values, library, predict, context))
 
 
 def compiled(arguments: list[sympy.Symbol], expr: sympy.Basic) -> Callable[..., Any]:
@@ -203,18 +283,23 @@ def substituted(
     values: dict[Sym, sympy.Expr],
     library: Library,
     predict: bool,
+    context: sympy.Expr | None = None,
 ) -> sympy.Expr:
     """`expr` with what depends on the swept symbols inlined and every other symbol replaced by its number, its Max
     and Min as LazyMax and LazyMin (compile it with `compiled`).
 
-    With `predict`, the context is the prompt plus half the output (decode steps on average, as derive predict).
+    With `predict`, the context is the prompt plus half the output (decode steps on average, as derive predict);
+    `context` gives another wherever S is not swept (the end of the output, where the cache must still fit).
     """
+    if predict and context is None:
+        context = MEAN_CONTEXT
     # Substitution without evaluation: SymPy's Min/Max would compare every pair of arguments on each rebuild
     # (most of a compile's time), and numpy evaluates the same expression either way.
     with sympy.evaluate(False):
-        full = inline_all(sympy.sympify(expr), swept + ([sym.S] if predict else []), library)
-        if predict and sym.S not in swept:
-            full = full.xreplace({sym.S.symbol: pf.S_p.symbol + pf.S_o.symbol / 2})
+        # S inlined wherever it is used (a hybrid's cache shards are a ratio of caches), then replaced.
+        full = inline_all(sympy.sympify(expr), swept + ([sym.S] if context is not None else []), library)
+        if context is not None and sym.S not in swept:
+            full = full.xreplace({sym.S.symbol: context})
             full = inline_all(full, swept, library)
     fixed = {}
     for s in symbols_of(full):
@@ -258,6 +343,15 @@ class Grid:
             count *= len(values)
         return count
 
+    @property
+    def chooses_tp(self) -> bool:
+        """tp neither swept nor fixed: chosen row by row, and written as a column after the axes."""
+        return "tp" not in self.numeric and "tp" not in self.defaults
+
+    @property
+    def written_axes(self) -> list[str]:
+        return [*self.numeric, "tp"] if self.chooses_tp else list(self.numeric)
+
 
 def check(grid: Grid) -> None:
     """Refuse a grid some point of which no command would run (a --tp that splits a head), before any output."""
@@ -269,12 +363,42 @@ def check(grid: Grid) -> None:
             check_tp(loaded, int(tp))
 
 
-def evaluate_grid(target: Target, grid: Grid, chunk: int = CHUNK) -> Iterator[tuple[dict[str, str], dict[str, Any]]]:
-    """Yield (labels, columns) chunk by chunk: columns hold the numeric axes, the outputs and 'fits'."""
-    axes = tuple(grid.numeric)
+def check_axes(target: Target, grid: Grid) -> None:
+    """Refuse an axis no output of the target depends on for any model: its rows would repeat one another, as if
+    it applied (`sweep tpot_floor --prompt 100,4000`)."""
+    from derive.core.evaluation import depends_on
+    from derive.derivations.common import model_library
+
+    libraries = [model_library(load_model(m) if isinstance(m, str) else m) for m in grid.categorical["model"]]
+    outputs = [expr for expr, _ in target.outputs.values()]
+    used = [a for a, s in AXES.items() if any(depends_on(e, s, lib) for e in outputs for lib in libraries)]
+    for axis in grid.numeric:
+        if axis not in used:
+            raise DeriveError(
+                f"{target.name} does not depend on --{axis}",
+                f"It depends on {', '.join(f'--{a}' for a in used)}: sweep those"
+                if used
+                else f"It depends on none of {', '.join(f'--{a}' for a in AXES)}: 'derive eval {target.name}' gives it",
+            )
+
+
+def compile_grid(target: Target, grid: Grid) -> list[Compiled]:
+    """Every combination compiled, each checked (a dtype an accelerator lacks) before any row is written."""
     check(grid)
-    for model, gpu, dtype in itertools.product(*(grid.categorical[c] for c in CATEGORICAL)):
-        compiled = compile_combination(target, model, gpu, dtype, axes, grid.defaults, grid.kv_dtype)
+    check_axes(target, grid)
+    axes = tuple(grid.numeric)
+    return [
+        compile_combination(target, model, gpu, dtype, axes, grid.defaults, grid.kv_dtype)
+        for model, gpu, dtype in itertools.product(*(grid.categorical[c] for c in CATEGORICAL))
+    ]
+
+
+def evaluate_grid(
+    target: Target, grid: Grid, chunk: int = CHUNK, combinations: list[Compiled] | None = None
+) -> Iterator[tuple[dict[str, str], dict[str, Any]]]:
+    """Yield (labels, columns) chunk by chunk: columns hold the numeric axes, the chosen tp where it was chosen,
+    the outputs and 'fits'."""
+    for compiled in combinations if combinations is not None else compile_grid(target, grid):
         for columns in evaluate_compiled(compiled, grid, chunk):
             yield compiled.labels, columns
 
@@ -290,6 +414,9 @@ def evaluate_compiled(compiled: Compiled, grid: Grid, chunk: int = CHUNK) -> Ite
         coords = np.unravel_index(index, shape) if shape else ()
         args = [arrays[i][c] for i, c in enumerate(coords)]
         columns: dict[str, Any] = dict(zip(axes, args, strict=False))
+        if compiled.tp_rule is not None:
+            columns["tp"] = compiled.tp_rule(args, index.shape)
+            args.append(columns["tp"])
         for column, function in compiled.functions.items():
             columns[column] = np.broadcast_to(function(*args), index.shape)
         columns["fits"] = np.broadcast_to(compiled.fits(*args), index.shape)
@@ -302,21 +429,35 @@ class Sweep:
 
     target: Target
     grid: Grid
+    notes: list[str] = field(default_factory=list)  # what the sweep changed of its input (a --tp range's skips)
+    combinations: list[Compiled] | None = field(default=None, repr=False)
 
-    def picks(self) -> list[tuple[str, str, str, int]]:
-        """(model, gpu, dtype, tp) for each combination when tp is not swept: the rule every command uses."""
-        if "tp" in self.grid.numeric:
+    def compiled(self) -> list[Compiled]:
+        """Every combination compiled once, and so checked, before any output."""
+        if self.combinations is None:
+            self.combinations = compile_grid(self.target, self.grid)
+        return self.combinations
+
+    def picks(self) -> list[tuple[str, str, str, str]]:
+        """(model, gpu, dtype, tp) for each combination when tp is not swept: the rule every command uses, at each
+        row's context ('1 to 2, by row' where it changes along the grid; the tp column says which)."""
+        if not self.grid.chooses_tp:
             return []
-        context = self.grid.defaults.get("context", 2048)
-        return [
-            (m.name, g.name, d, chosen_tp(m, g, d, context, self.grid.kv_dtype))
-            for m, g, d in itertools.product(*(self.grid.categorical[c] for c in CATEGORICAL))
-        ]
+        low = [np.float64(min(self.grid.numeric[a])) for a in self.grid.numeric]
+        high = [np.float64(max(self.grid.numeric[a])) for a in self.grid.numeric]
+        picks = []
+        for compiled in self.compiled():
+            assert compiled.tp_rule is not None
+            # The context grows with each axis: the least degree at the axes' least values, the most at their most.
+            least, most = (int(compiled.tp_rule(args, (1,))[0]) for args in (low, high))
+            chosen = str(least) if least == most else f"{least} to {most}, by row"
+            picks.append((compiled.labels["model"], compiled.labels["gpu"], compiled.labels["dtype"], chosen))
+        return picks
 
     def columns(self) -> list[str]:
         """The column names, each output with its unit ('tpot_s', 'throughput_token_per_s')."""
         outputs = [f"{c}_{_unit_suffix(unit)}" for c, (_, unit) in self.target.outputs.items()]
-        return [*CATEGORICAL, *self.grid.numeric, *outputs, "fits"]
+        return [*CATEGORICAL, *self.grid.written_axes, *outputs, "fits"]
 
     def schema(self) -> Any:
         """Typed columns: names as dictionary strings, axes as integers, outputs as float64 with their unit
@@ -324,7 +465,7 @@ class Sweep:
         import pyarrow as pa
 
         fields = [pa.field(c, pa.dictionary(pa.int32(), pa.string())) for c in CATEGORICAL]
-        fields += [pa.field(a, pa.int64()) for a in self.grid.numeric]
+        fields += [pa.field(a, pa.int64()) for a in self.grid.written_axes]
         for column, (_, unit) in self.target.outputs.items():
             name = f"{column}_{_unit_suffix(unit)}"
             fields.append(pa.field(name, pa.float64(), metadata={"unit": unit}))
@@ -336,8 +477,8 @@ class Sweep:
         import pyarrow as pa
 
         schema = self.schema()
-        axes, outputs = list(self.grid.numeric), list(self.target.outputs)
-        for labels, columns in evaluate_grid(self.target, self.grid):
+        axes, outputs = self.grid.written_axes, list(self.target.outputs)
+        for labels, columns in evaluate_grid(self.target, self.grid, combinations=self.compiled()):
             count = len(columns["fits"])
             arrays = [
                 pa.DictionaryArray.from_arrays(pa.array(np.zeros(count, dtype=np.int32)), pa.array([labels[c]]))
@@ -373,7 +514,7 @@ class Sweep:
 
     def write(self, out: Any, fmt: str = "csv", progress: Callable[[int], None] | None = None) -> int:
         """Write every point to `out` (a binary file) as CSV, Parquet or JSON lines; returns the rows written."""
-        check(self.grid)  # before any header: a Sweep built by hand, without plan(), is refused before output
+        self.compiled()  # before any header: every combination checked (a Sweep built by hand, without plan(), too)
         rows = 0
         if fmt == "parquet":
             import pyarrow.parquet as pq
@@ -444,6 +585,14 @@ def plan(
         raise DeriveError("no model given", "Pass --model NAMES (see 'derive models') or --config PATH")
     workload = {"context": max(parsed.get("context", []), default=None), "allow_long_context": allow_long_context}
     loaded = [scenario.build({key: source, **workload}).model for key, source in sources]
+    notes = []
+    if "tp" in parsed:
+        parsed["tp"], skipped = splitting_degrees(axes["tp"], loaded)
+        if skipped:
+            names = ", ".join(m.name for m in loaded)
+            notes.append(
+                f"--tp {axes['tp']}: skipped {', '.join(map(str, skipped))}, which cannot split the heads of {names}"
+            )
     overrides = scenario.figures(figures or {})
     accelerators = [(g if isinstance(g, Gpu) else load_gpu(g)).with_overrides(**overrides) for g in gpus]
     if not accelerators or not dtypes:
@@ -462,7 +611,22 @@ def plan(
     )
     chosen = predict_target() if target == "predict" else formula_target(target)
     check(grid)
-    return Sweep(chosen, grid)
+    check_axes(chosen, grid)
+    return Sweep(chosen, grid, notes)
+
+
+def splitting_degrees(text: str, models: Sequence[Model]) -> tuple[list[int], list[int]]:
+    """A --tp axis with its ranges kept to the degrees that split every model's heads (1:8 is 1, 2, 4, 8 for
+    most models), and the degrees skipped. A degree named on its own is kept: `check` refuses it in one line."""
+    from derive.layouts import shape, tp_problem
+
+    named = {int(part) for part in text.split(",") if not _RANGE.match(part)}
+    kept: list[int] = []
+    skipped: list[int] = []
+    for tp in parse_axis("tp", text):
+        splits = all(tp_problem(shape(m), tp) is None for m in models)
+        (kept if splits or tp in named else skipped).append(tp)
+    return (kept, skipped) if kept else (skipped, [])  # none splits: `check` names the degrees that would
 
 
 def _axis_text(value: Any) -> str:

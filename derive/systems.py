@@ -38,6 +38,16 @@ class System:
         # Past the domain a group's traffic crosses the NIC, and on a PCIe host the PCIe to it too: the lesser.
         return self.nvlink if group <= self.domain else min(self.network, self.nvlink)
 
+    def link_for(self, group: sympy.Expr) -> sympy.Expr:
+        """`link` for a group size that may be a symbol (a swept tp): the fabric up to the domain, then the NIC."""
+        return sympy.Piecewise((self.nvlink, sympy.Le(group, self.domain)), (min(self.network, self.nvlink), True))
+
+    def describe_link(self, group: int) -> str:
+        """Which wire a collective over `group` accelerators crosses, in words."""
+        if group <= self.domain:
+            return f"{self.fabric}: a group of {group} inside one {self.domain}-accelerator domain"
+        return f"a group of {group} spans {-(-group // self.domain)} domains of {self.domain}: {self.network_note}"
+
 
 @dataclass(frozen=True)
 class Price:
@@ -57,6 +67,24 @@ def _table(name: str, key: str) -> dict[str, dict[str, Any]]:
     with _data(name).open("rb") as fh:
         table: dict[str, dict[str, Any]] = tomllib.load(fh)[key]
     return table
+
+
+def system_of(gpu: Gpu) -> System | None:
+    """The system `gpu` ships in, or None where the table has none for it."""
+    try:
+        return system_for(gpu)
+    except CatalogError:
+        return None
+
+
+def tp_link(gpu: Gpu, group: int) -> tuple[sympy.Rational, str]:
+    """The one-way bandwidth a tensor-parallel group of `group` accelerators gets, and what it is: the catalog's
+    link inside a node's domain, its scale-out network past it (any bandwidth for a GPU without a link: its all-reduce
+    has one accelerator, Min(n - 1, 1) = 0)."""
+    system = system_of(gpu)
+    if system is not None and gpu.link is not None and group > system.domain:
+        return system.link(group), system.describe_link(group)
+    return gpu.link or gpu.bandwidth, gpu.link_note or "datasheet, one way"
 
 
 def system_for(gpu: Gpu) -> System:

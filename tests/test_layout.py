@@ -380,3 +380,25 @@ def test_deepep_across_nodes_runs_at_the_nics_measured_share():
     across, within = sent / (0.86 * 50e9), sent / (fit["eta"] * 50e9)
     delta = value(lay.t_sc, values, lib) - value(lay.t_sc, inside, lib)
     assert float(delta) == pytest.approx(58 * (across - within), rel=1e-9)
+
+
+def test_a_tensor_parallel_group_past_the_node_all_reduces_over_its_network():
+    """Llama 3.1 405B at tp 16 on HGX H100 (8 a node): its all-reduce crosses the scale-out network, in predict, eval
+    and sweep alike; at tp 8 or less it stays on NVLink."""
+    import derive
+    from derive.catalog import load_gpu
+    from derive.sweeps import Grid, evaluate_grid, predict_target
+    from derive.systems import system_for, tp_link
+    from formulas import sharding as sh
+
+    h100 = load_gpu("h100")
+    system = system_for(h100)
+    assert tp_link(h100, 8)[0] == h100.link and tp_link(h100, 16)[0] == min(system.network, system.nvlink)
+    d = derive.predict("llama3.1-405b", tp=16, batch=8)
+    assert d.sheet.values[sh.BW_link] == system.network
+    grid = Grid(
+        {"model": ["llama3.1-405b"], "gpu": ["h100"], "dtype": ["bf16"]},
+        {"tp": [16], "batch": [8], "prompt": [2048], "output": [256]},
+    )
+    (_, columns), *_ = list(evaluate_grid(predict_target(), grid))
+    assert columns["tpot"][0] == pytest.approx(d.results["tpot"].magnitude, rel=1e-9)

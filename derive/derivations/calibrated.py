@@ -9,6 +9,7 @@ from derive.catalog import Gpu
 from derive.core.errors import DeriveError
 from derive.core.sheet import Work
 from derive.derivations.common import Setup
+from derive.systems import tp_link
 from formulas import calibrated as cal
 from formulas import notation as sym
 from formulas import sharding as sh
@@ -30,8 +31,7 @@ def calibration_inputs(work: Work, setup: Setup, gpu: Gpu) -> Calibration:
     for quantity in FITTED:
         work.given(quantity, fit.values[quantity], label)
     collective_inputs(work)
-    # One accelerator has no all-reduce (Min(n - 1, 1) = 0): any bandwidth stands in for a missing link.
-    work.given(sh.BW_link, gpu.link or gpu.bandwidth, gpu.link_note or "datasheet, one way", inline=True)
+    work.given(sh.BW_link, *tp_link(gpu, n), inline=True)
     return fit
 
 
