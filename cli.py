@@ -32,6 +32,9 @@ class _DeriveGroup(click.Group):
             code = super().main(*args, **kwargs)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
+        except click.exceptions.NoArgsIsHelpError as exc:  # a group alone: its help, as click shows it (exit 2)
+            exc.show()
+            sys.exit(exc.exit_code)
         except click.ClickException as exc:
             message = exc.format_message().rstrip(".")
             context = getattr(exc, "ctx", None)
@@ -263,7 +266,12 @@ output_option = option("output")
 layout_options = (option("ep"), option("pp"), option("dp"))
 floor_option = option("floor")
 speculation_options = tuple(option(name) for name in ("draft_tokens", "acceptance", "draft_cost", "mtp"))
-vs_option = click.option("--vs", required=True, help="The accelerator to compare with.")
+vs_option = click.option(
+    "--vs",
+    required=True,
+    help="The accelerator to compare with, at its datasheet figures: --bandwidth, --flops and --memory override "
+    "--gpu's alone.",
+)
 tokens_option = option("tokens")
 link_option = click.option(
     "--link",
@@ -291,7 +299,14 @@ _sheet_command("knee", api.knee, tp_option, *layout_options, figure=True)
 _sheet_command("flops", api.flops, need_gpu=False, reads=("context",))
 _sheet_command("fit", api.fit, tp_option, *layout_options, figures=("memory",))
 _sheet_command("intensity", api.intensity, batch_option, figures=("bandwidth", "flops"), figure=True)
-_sheet_command("crossover kv-weights", api.crossover_kv_weights, batch_option, figures=("memory",), figure=True)
+_sheet_command(
+    "crossover kv-weights",
+    api.crossover_kv_weights,
+    batch_option,
+    reads=("dtype", "kv_dtype"),
+    figures=("memory",),
+    figure=True,
+)
 _sheet_command(
     "crossover prefill", api.crossover_prefill, reads=("dtype", "kv_dtype"), figures=("bandwidth", "flops"), figure=True
 )
@@ -384,9 +399,8 @@ def simulate() -> None:
 @click.option(
     "--load",
     type=_Number(0.01, 10, zero=True),
-    default="0.8",
-    show_default=True,
-    help="Offered load as a fraction of what continuous batching serves (when --rate is not given).",
+    help="Offered load as a fraction of what continuous batching serves: Poisson arrivals at that rate (instead of "
+    "--rate). Default: 0.8.",
 )
 @click.option(
     "--max-wait", type=_Quantity("second", "50 ms"), help="Dynamic batching's cap on waiting. Default: 50 ms."
@@ -406,7 +420,7 @@ def simulate_batching(
     replies: str,
     arrivals: str,
     rate: Any,
-    load: float,
+    load: Any,
     max_wait: Any,
     seed: int,
     measured: str | None,
@@ -477,10 +491,17 @@ def plan(as_json: bool, figure: str | None, gpus: str, tpot: Any, **kwargs: Any)
 @click.option("--dtype", "dtypes", default=DEFAULTS["dtype"], show_default=True, help="Weight dtypes, comma-separated.")
 @kv_dtype_option
 @click.option(
-    "--tp", help="Tensor-parallel degrees: 1,2,4,8 or 1:8. Default: the smallest power of two that fits, per model."
+    "--tp",
+    help="Tensor-parallel degrees: 1,2,4,8, or a range 1:8 (a range keeps the degrees that split the model's heads). "
+    "Default: the smallest power of two that fits, chosen row by row as derive predict chooses it, in a tp column.",
 )
 @click.option("--batch", help=f"Batches: a list or START:STOP[:STEP], inclusive. Default: {DEFAULTS['batch']}.")
-@click.option("--context", help=f"Contexts (for formulas that use S). Default: {DEFAULTS['context']}.")
+@click.option(
+    "--context",
+    help=f"Contexts: S for a formula; for predict, the context each decode step sees and the cache must hold. "
+    f"Default: {DEFAULTS['context']}; for predict, decode at the prompt plus half the output and hold the cache to its "
+    "end, as derive predict.",
+)
 @click.option("--allow-long-context", is_flag=True, help="Sweep contexts beyond a config's position limit anyway.")
 @click.option("--prompt", help=f"Prompt tokens. Default: {DEFAULTS['prompt']}.")
 @click.option("--output", help=f"Output tokens. Default: {DEFAULTS['output']}.")
@@ -507,8 +528,8 @@ def sweep(
     """Evaluate TARGET ('predict' or any formula name) over a grid, compiled once to numpy.
 
     Configurations that do not fit in memory are kept and marked fits=0. Datasheet overrides apply to every
-    accelerator swept. Columns are typed and carry their unit in their name (and, in Parquet, in the
-    field's metadata).
+    accelerator swept. Without --tp, a tp column gives the degree each row ran at. Columns are typed and carry
+    their unit in their name (and, in Parquet, in the field's metadata).
     """
     import sys as system
 
@@ -540,6 +561,9 @@ def sweep(
     if picks and not quiet:
         chosen = ", ".join(f"{m} on {g} ({d}): {tp}" for m, g, d, tp in picks)
         click.echo(f"derive: tp not given, the smallest power of two that fits: {chosen}", err=True)
+    if not quiet:
+        for note in planned.notes:
+            click.echo(f"derive: {note}", err=True)
 
     def write(handle: Any) -> int:
         if quiet or planned.grid.size < 100_000:

@@ -271,7 +271,21 @@ def _derive(
     from derive import scenario
 
     setup = scenario.build(_inputs(values), need_gpu=need_gpu)
-    return Derivation(build(setup, *args), setup, figure)
+    sheet = build(setup, *args)
+    _drop_unoffered(sheet.inputs, values)
+    return Derivation(sheet, setup, figure)
+
+
+# The scenario's inputs every sheet starts from (derivations.common.Setup.inputs).
+_SCENARIO_INPUTS = ("model", "gpu", "dtype", "kv_dtype", "context", "batch", "tp", "ep", "pp", "dp")
+
+
+def _drop_unoffered(inputs: dict[str, Any], offered: Mapping[str, Any]) -> None:
+    """A sheet's inputs less the scenario's that its command has no option for: `params --json` lists no context,
+    `predict --json` no context beside the prompt and output it decodes at."""
+    for key in _SCENARIO_INPUTS:
+        if key not in offered:
+            inputs.pop(key, None)
 
 
 # The catalog and the formula library.
@@ -515,11 +529,9 @@ def crossover_kv_weights(
     *,
     config: str | Path | None = None,
     batch: int | None = None,
-    context: int | None = None,
     dtype: str | None = None,
     kv_dtype: str | None = None,
     memory: Any = None,
-    allow_long_context: bool | None = None,
 ) -> Derivation:
     """The context at which a batch's KV reads equal the weight reads, and the KV footprint there.
 
@@ -610,6 +622,8 @@ def compare(
     allow_long_context: bool | None = None,
 ) -> Derivation:
     """One model on two accelerators: bandwidth, compute, capacity and throughput ratios.
+
+    The datasheet overrides (`bandwidth`, `flops`, `memory`) apply to `gpu` alone: `vs` keeps its datasheet figures.
 
     >>> derive.compare("llama3-70b", "h100", vs="b200").inputs["gpu"]
     'h100'
@@ -850,7 +864,7 @@ def simulate_batching(
     replies: str = "8:256",
     arrivals: str = "poisson",
     rate: Any = None,
-    load: float = 0.8,
+    load: float | None = None,
     max_wait: Any = None,
     seed: int = 0,
     measured: str | Path | None = None,
@@ -879,13 +893,14 @@ def simulate_batching(
         raise DeriveError(f"--replies '{replies}' is not MIN:MAX", "For example --replies 8:256")
     if arrivals not in ("poisson", "all"):
         raise DeriveError(f"--arrivals '{arrivals}' is not poisson or all", "Pass --arrivals poisson or all")
+    _one_arrival_rate(arrivals, rate, load)
     traffic = Traffic(
         requests=validate.count(requests, "requests", "--requests"),
         seats=validate.count(batch, "batch", "--batch"),
         shortest=int(low),
         longest=int(high),
         rate=None if rate is None else float(_quantity(rate, "sequence/second", "--rate")),
-        load=float(validate.number(load, "load", "--load", 0.01, 10, True)),
+        load=float(validate.number(0.8 if load is None else load, "load", "--load", 0.01, 10, True)),
         all_at_once=arrivals == "all",
         max_wait=0.05 if max_wait is None else float(_quantity(max_wait, "second", "--max-wait")),
         seed=int(seed),
@@ -894,6 +909,22 @@ def simulate_batching(
     setup = scenario.build(_inputs(values), need_gpu=True)
     sheet, outcomes = batching(setup, traffic, measurement)
     return Derivation(sheet, setup, "simulate batching", {"outcomes": outcomes, "seats": traffic.seats})
+
+
+def _one_arrival_rate(arrivals: str, rate: Any, load: Any) -> None:
+    """Refuse arrival options that would be ignored: --rate and --load each set the Poisson rate, and --arrivals all
+    has none."""
+    given = [option for option, value in (("--rate", rate), ("--load", load)) if value is not None]
+    if arrivals == "all" and given:
+        raise DeriveError(
+            f"--arrivals all sends every request at once, so {' and '.join(given)} would be ignored",
+            f"Drop {' and '.join(given)}, or pass --arrivals poisson to pace the arrivals",
+        )
+    if len(given) == 2:
+        raise DeriveError(
+            "--rate and --load both set the Poisson arrival rate, and --rate would win",
+            "Give one: --rate for requests a second, or --load for a fraction of what continuous batching serves",
+        )
 
 
 # The simulation's own inputs (the rest are the scenario's).

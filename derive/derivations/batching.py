@@ -9,8 +9,16 @@ import sympy
 from derive.core.errors import DeriveError
 from derive.core.evaluation import over
 from derive.core.sheet import Sheet
-from derive.core.units import format_quantity
-from derive.derivations.common import Setup, accelerator, decode_inputs, held_per_accelerator, parallelism, start
+from derive.core.units import counted, format_quantity
+from derive.derivations.common import (
+    Setup,
+    accelerator,
+    decode_inputs,
+    held_per_accelerator,
+    more_than,
+    parallelism,
+    start,
+)
 from derive.simulate import POLICIES, Outcome, StepTimes, simulate, workload
 from formulas import notation as sym
 from formulas import prefill as pf
@@ -39,14 +47,15 @@ def step_times(setup: Setup, traffic: Traffic) -> tuple[Sheet, StepTimes]:
     work.values[sym.S] = sympy.Integer(setup.prompt) + mean_reply / 2
     work.values.pop(sym.kv_seq)
     work.compute(work.library.get("kv_bytes_per_sequence"))
-    n = parallelism(work, setup, gpu)
+    n = parallelism(work, setup, gpu, shorter="a shorter --prompt or --replies")
     # Every seat may hold a prompt and its longest reply: they must fit beside the weights.
     needed = held_per_accelerator(work.values, work.library, traffic.seats, setup.prompt + traffic.longest)
     if needed > gpu.memory:
+        shown, held = more_than(needed, gpu.memory)
         raise DeriveError(
-            f"{traffic.seats:,} seats of {setup.prompt:,}-token prompts and replies up to {traffic.longest:,} tokens "
-            f"need {format_quantity(needed, 'byte')} of each of {n} x {gpu.name} with the weights, more than its "
-            f"{format_quantity(gpu.memory, 'byte')}",
+            f"{counted(traffic.seats, 'seat')} of {setup.prompt:,}-token prompts and replies up to "
+            f"{traffic.longest:,} tokens need{'s' if traffic.seats == 1 else ''} {shown} of each of {n} x {gpu.name} "
+            f"with the weights, more than its {held}",
             "Use a smaller --batch, shorter --replies or a larger --tp",
         )
     work.given(pf.S_p, setup.prompt, "--prompt")

@@ -9,11 +9,11 @@ import sympy
 from derive.architecture.build import kind_name
 from derive.catalog import Gpu, Model, dtype_bytes
 from derive.core.errors import DeriveError, FitError
-from derive.core.evaluation import evaluate
+from derive.core.evaluation import depends_on, evaluate
 from derive.core.library import Formula, Library
 from derive.core.sheet import Sheet, Work
 from derive.core.symbols import Sym
-from derive.core.units import format_quantity
+from derive.core.units import counted, format_quantity
 from derive.recipes import checkpoint_notes
 from derive.speculation import NONE, Speculation
 from formulas import layout as lay
@@ -199,10 +199,12 @@ def batch_memory_note(work: Work) -> None:
         return
     needed = held_per_accelerator(values, work.library, values[sym.B], values[sym.S])
     if needed > values[sym.M]:
+        batch = values[sym.B]
+        sequences = counted(int(batch), "sequence") if batch.is_integer else format_quantity(batch, "sequence")
+        shown, held = more_than(needed, values[sym.M])
         work.note(
-            f"{format_quantity(values[sym.B], 'sequence')} at this context need "
-            f"{format_quantity(needed, 'byte')} of each accelerator for weights and cache, more than its "
-            f"{format_quantity(values[sym.M], 'byte')}: this batch is not servable there"
+            f"{sequences} at this context need{'s' if batch == 1 else ''} {shown} of each accelerator for weights "
+            f"and cache, more than its {held}: this batch is not servable there"
         )
 
 
@@ -270,21 +272,63 @@ def aggregates(work: Work, setup: Setup) -> None:
         )
 
 
-def default_tp(setup: Setup, weights: sympy.Expr, one_sequence: sympy.Expr, memory: sympy.Expr) -> int:
-    """The smallest power of two whose memory holds the weights and one sequence, splitting whole heads."""
+def default_tp(
+    setup: Setup,
+    weights: sympy.Expr,
+    one_sequence: sympy.Expr,
+    memory: sympy.Expr,
+    context: object = None,
+    shorter: str = "a shorter --context",
+) -> int:
+    """The smallest power of two whose memory holds the weights and one sequence (of `context` tokens, the setup's by
+    default), splitting whole heads; where none does, a one-line error naming what would (`shorter`: the command's
+    own way to a shorter sequence)."""
+    from derive.core.validate import COUNT_LIMITS
     from derive.layouts import shape, tp_problem
 
     s, splits, tp = shape(setup.model), setup.model.config.kv_splits, 1
-    while memory < weights / tp + one_sequence / min(tp, splits):  # one accelerator's share (formulas/roofline.py)
-        if tp_problem(s, 2 * tp) is not None:
+
+    def holds(degree: int) -> bool:  # one accelerator's share (formulas/roofline.py)
+        return bool(memory >= weights / degree + one_sequence / min(degree, splits))
+
+    while not holds(tp):
+        problem = tp_problem(s, 2 * tp)
+        if problem is None and 2 * tp > COUNT_LIMITS["tp"]:  # no heads to bound it (a recurrent model's state)
+            problem = f"tp {2 * tp} is past this tool's bound of {COUNT_LIMITS['tp']:,}"
+        if problem is not None:
+            # A degree that is not a power of two may split the heads and hold it (gpt2's 12 heads: tp 12).
+            splitting = [d for d in range(1, COUNT_LIMITS["tp"] + 1) if not tp_problem(s, d)]
+            other = next((d for d in splitting if d > tp and holds(d)), None)
+            why = (
+                f"the default degree, a power of two, stops at {tp}: {problem}"
+                if other
+                else (f"its heads split at most {splitting[-1]} ways")
+            )
+            tokens = setup.context if context is None else context
             raise FitError(
                 f"{setup.model.name} needs {format_quantity(weights + one_sequence, 'byte')} for its weights and one "
-                f"sequence at {setup.context:,} tokens, more than {tp} x {setup.gpu.name if setup.gpu else 'GPU'} "
-                f"hold, and its heads split at most {tp} ways",
-                "Use a shorter --context, a smaller --dtype or a larger accelerator",
+                f"sequence at {format_quantity(tokens, '')} tokens, more than "
+                f"{tp} x {setup.gpu.name if setup.gpu else 'GPU'} hold, and {why}",
+                (f"Pass --tp {other}, which splits the heads and holds it, or use " if other else "Use ")
+                + f"{shorter}, a smaller --dtype or a larger accelerator",
             )
         tp *= 2
     return tp
+
+
+# predict's way to a shorter sequence: it sizes each at its prompt and output, not a --context.
+SHORTER_REQUEST = "a shorter --prompt/--output"
+
+
+def more_than(needed: sympy.Expr, held: sympy.Expr, unit: str = "byte") -> tuple[str, str]:
+    """Two quantities, the first past the second, printed with the digits that tell them apart: never 'needs 141 GB,
+    more than its 141 GB'."""
+    shown = (format_quantity(needed, unit), format_quantity(held, unit))
+    for digits in range(5, 13):
+        if shown[0] != shown[1]:
+            break
+        shown = (format_quantity(needed, unit, digits), format_quantity(held, unit, digits))
+    return shown
 
 
 def accelerator(work: Work, setup: Setup, gpu: Gpu | None = None, compute: bool = True) -> Gpu:
@@ -305,11 +349,16 @@ def decode_inputs(work: Work, setup: Setup) -> None:
     aggregates(work, setup)
     weight_format(work, setup)
     kv_values(work, setup, compute=False)
-    work.given(sym.tau, 1, "no speculative decoding")
+    work.given(sym.tau, 1, plain_step(setup))
     for count_formula in setup.model.formulas.per_token:
         work.compute(count_formula)
     for name in ("weight_bytes", "kv_bytes_per_token", "kv_bytes_per_sequence", "weight_flops_per_token"):
         work.compute(work.library.get(name))
+
+
+def plain_step(setup: Setup) -> str:
+    """Why tau is 1: no draft, or a draft whose gain a verification pass brings is tau_sp, worked where it is used."""
+    return "a plain step's token: the draft's gain is tau_sp, below" if setup.speculation else "no speculative decoding"
 
 
 def decode_inputs_at_mean_context(work: Work, setup: Setup, prompt: int, output: int) -> None:
@@ -356,23 +405,31 @@ def chose_default(work: Work, key: str) -> None:
         defaults.append(key)
 
 
-def parallelism(work: Work, setup: Setup, gpu: Gpu) -> int:
-    """n: --tp, or the smallest power of two whose memory holds the weights and one sequence; and s_kv, the ways
-    it splits the cache."""
+def parallelism(
+    work: Work, setup: Setup, gpu: Gpu, sized_at: object = None, shorter: str = "a shorter --context"
+) -> int:
+    """n: --tp, or the smallest power of two whose memory holds the weights and one sequence (of `sized_at` tokens,
+    by default the work's context); and s_kv, the ways it splits the cache."""
     if setup.tp is not None:
         tp = setup.tp
         chosen = "tp" in setup.defaults  # a degree a command chose for the user (compare: one for both accelerators)
         work.given(sym.n, tp, "chosen: the larger of the two accelerators' smallest that fits" if chosen else "--tp")
     else:
-        tp = smallest_tp(setup, gpu, work.values.get(sym.S))
+        context = work.values.get(sym.S) if sized_at is None else sympy.sympify(sized_at)
+        tp = smallest_tp(setup, gpu, context, shorter)
         work.sheet.inputs["tp"] = tp
         chose_default(work, "tp")
         work.given(sym.n, tp, "chosen: the smallest power of two whose memory holds the weights and one sequence")
-    work.compute(work.library.get("kv_shards"))  # what each accelerator holds of the cache
+    shards = work.library.get("kv_shards")
+    # What each accelerator holds of the cache; a hybrid's kinds split theirs differently, so its s_kv needs a context.
+    if sym.S in work.values or not depends_on(shards.expr, sym.S, work.library):
+        work.compute(shards)
     return tp
 
 
-def smallest_tp(setup: Setup, gpu: Gpu | None = None, context: sympy.Expr | None = None) -> int:
+def smallest_tp(
+    setup: Setup, gpu: Gpu | None = None, context: sympy.Expr | None = None, shorter: str = "a shorter --context"
+) -> int:
     """The one default rule for the tensor-parallel degree: the smallest power of two whose memory holds the
     weights and one sequence (of `context` tokens, by default the setup's), splitting whole heads. Every
     command, the answers and the sweep pick their degree here."""
@@ -385,7 +442,7 @@ def smallest_tp(setup: Setup, gpu: Gpu | None = None, context: sympy.Expr | None
     library = model_library(setup.model)
     weights = evaluate(sym.W.symbol, scratch, library)
     one_sequence = evaluate(sym.kv_seq.symbol, scratch, library)
-    return default_tp(setup, weights, one_sequence, gpu.memory)
+    return default_tp(setup, weights, one_sequence, gpu.memory, scratch[sym.S], shorter)
 
 
 def require_own_cache(setup: Setup) -> None:

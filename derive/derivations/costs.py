@@ -7,17 +7,19 @@ import sympy
 from derive.catalog import Gpu
 from derive.core.errors import DeriveError
 from derive.core.evaluation import depends_on, evaluate
-from derive.core.sheet import Sheet, Work
+from derive.core.sheet import Given, Sheet, Work
 from derive.core.symbols import Sym
 from derive.core.units import format_quantity
 from derive.derivations.calibrated import calibration_inputs, calibration_notes
 from derive.derivations.common import (
+    SHORTER_REQUEST,
     Setup,
     accelerator,
     decode_inputs,
     decode_inputs_at_mean_context,
     held_per_accelerator,
     model_notes,
+    more_than,
     parallelism,
     require_own_cache,
     short_form,
@@ -158,9 +160,8 @@ def crossover_kv_weights(setup: Setup) -> Sheet:
         setup,
     )
     decode_inputs(work, setup)
+    _without_context(work)  # S is the unknown now: K_seq must be derived from it, not given
     work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
-    del work.values[sym.kv_seq]  # S is the unknown now: K_seq must be derived from it, not given
-    del work.values[sym.S]
     read = weight_reads(work, setup)  # what the batch's step reads: the experts it touches, the rows it gathers
     if not depends_on(sym.kv_total.symbol, sym.S, work.library):  # only fixed-size state: no growth at all
         return _no_crossover(work, setup, None)
@@ -186,6 +187,22 @@ def crossover_kv_weights(setup: Setup) -> Sheet:
         )
     model_notes(work, setup)
     return work.sheet
+
+
+def _without_context(work: Work) -> None:
+    """Drop the context decode_inputs gave, and the cache a sequence holds at it: a crossover solves for a length,
+    so neither is an input (and the sheet offers no --context that would change nothing)."""
+    unknown = (sym.S, sym.kv_seq)
+    for symbol in unknown:
+        work.values.pop(symbol, None)
+    work.sheet.steps = [
+        s for s in work.sheet.steps if not (isinstance(s, Given) and s.sym in unknown or _defines(s) in unknown)
+    ]
+    work.sheet.inputs.pop("context", None)
+
+
+def _defines(step: object) -> Sym | None:
+    return getattr(step, "defines", None)
 
 
 def _cache_at(work: Work) -> sympy.Expr:
@@ -230,6 +247,7 @@ def _no_crossover(work: Work, setup: Setup, crossing) -> Sheet:  # type: ignore[
 def crossover_prefill(setup: Setup) -> Sheet:
     work = start("crossover prefill", f"Prompt length where prefill turns compute-bound: {setup.model.title}", setup)
     decode_inputs(work, setup)
+    _without_context(work)  # the prompt length is the unknown: no context is read
     accelerator(work, setup)
     work.given(sym.B, 1, "one prompt")
     work.given(sym.n, 1, "per accelerator: tensor parallelism divides both times alike")
@@ -271,7 +289,8 @@ def predict(setup: Setup) -> Sheet:
     # Decode steps see the prompt plus, on average, half the output.
     decode_inputs_at_mean_context(work, setup, setup.prompt, setup.output)
     gpu = accelerator(work, setup)
-    parallelism(work, setup, gpu)
+    # The degree is sized at the end of the output, as _check_fits and the layouts' predict size the batch.
+    parallelism(work, setup, gpu, setup.prompt + setup.output, SHORTER_REQUEST)
     _check_fits(work, setup, gpu)
     work.given(sym.B, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
     work.given(pf.S_p, setup.prompt, "--prompt")
@@ -282,7 +301,7 @@ def predict(setup: Setup) -> Sheet:
     fit = None if setup.floor else calibration_inputs(work, setup, gpu)
     work.heading("Prefill")
     weight_reads(work, setup, prefill=True)
-    for name in ("prefill_memory_time", "prefill_compute_time"):
+    for name in ("prefill_memory_time", "prompt_weight_flops_per_sequence", "prefill_compute_time"):
         work.compute(work.library.get(name))
     work.compute(work.library.get("ttft_floor"), "ttft_floor")
     if fit:
@@ -317,10 +336,10 @@ def _check_fits(work: Work, setup: Setup, gpu: Gpu) -> None:
     end = setup.prompt + setup.output
     needed = held_per_accelerator(work.values, work.library, setup.batch, end)
     if needed > gpu.memory:
+        shown, held = more_than(needed, gpu.memory)
         raise DeriveError(
-            f"{setup.model.name} at batch {setup.batch} needs {format_quantity(needed, 'byte')} of each of "
-            f"{work.values[sym.n]} x {gpu.name} (weights and cache at {end:,} tokens), more than its "
-            f"{format_quantity(gpu.memory, 'byte')}",
+            f"{setup.model.name} at batch {setup.batch} needs {shown} of each of {work.values[sym.n]} x {gpu.name} "
+            f"(weights and cache at {end:,} tokens), more than its {held}",
             "Use a larger --tp, a smaller --batch or a shorter --prompt/--output",
         )
 

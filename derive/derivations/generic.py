@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 import sympy
 
@@ -86,6 +87,8 @@ def scenario(command: str, title: str, setup: Setup, settings: list[str]) -> Wor
         ):
             work.given(quantity, value, f"--{option}" if option in gpu.overridden else "datasheet")
     overrides = dict(parse_setting(text) for text in settings)
+    if sym.n in overrides:
+        _check_set_tp(setup, int(overrides[sym.n]))
     for target, value in overrides.items():
         work.given(target, value, "--set")
     if sym.n not in overrides:
@@ -102,10 +105,20 @@ def scenario(command: str, title: str, setup: Setup, settings: list[str]) -> Wor
     return work
 
 
+def _check_set_tp(setup: Setup, tp: int) -> None:
+    """--set tp=N is --tp N by another name: the same rule for the heads (Setup's), the error naming the --set (ep, pp
+    and dp, set or given, meet the layout's rules together in layout_values)."""
+    try:
+        replace(setup, tp=tp)
+    except DeriveError as error:
+        raise DeriveError(error.message.replace(f"--tp {tp}", f"--set tp={tp}", 1), error.hint) from None
+
+
 def fitted_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
     """The calibration's fitted values (derive/calibration.py) where `exprs` reach them: `tpot` and `ttft` are the
     calibrated estimate, the floor is `tpot_floor` and `ttft_floor`, and both are evaluated on the same scenario."""
     from derive.calibration import calibration, predictor_values
+    from derive.systems import tp_link
     from formulas import sharding as sh
 
     gpu = setup.gpu
@@ -128,6 +141,9 @@ def fitted_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
             "Use --tp 1, the floor (tpot_floor, ttft_floor), or another --gpu",
         )
     for quantity, value in needed:
+        if quantity is sh.BW_link:  # the tp group's own wire: past the node, its network
+            work.given(quantity, *tp_link(gpu, int(work.values.get(sym.n, 1))))
+            continue
         work.given(quantity, value, label if quantity in fit.values else "calibration's constants")
 
 

@@ -49,9 +49,9 @@ def setup_layout(setup: Setup, command: str) -> tuple[Gpu, Layout, System]:
         raise DeriveError(f"{command} needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
     tp = setup.tp
     if tp is None and (setup.ep, setup.pp, setup.dp) == (1, 1, 1):  # a draft on tensor parallelism alone
-        from derive.derivations.common import smallest_tp
+        from derive.derivations.common import SHORTER_REQUEST, smallest_tp
 
-        tp = smallest_tp(setup, context=sympy.Integer(setup.prompt + setup.output))
+        tp = smallest_tp(setup, context=sympy.Integer(setup.prompt + setup.output), shorter=SHORTER_REQUEST)
     if tp is None:
         raise DeriveError(
             "--ep, --pp and --dp describe a layout with its tensor-parallel degree", "Pass --tp too (1 for none)"
@@ -60,9 +60,10 @@ def setup_layout(setup: Setup, command: str) -> tuple[Gpu, Layout, System]:
     return setup.gpu, check(setup.model, Layout(tp, setup.ep, setup.pp, setup.dp), system), system
 
 
-def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> None:
+def layout_values(work: Work, setup: Setup, layout: Layout, system: System, prompts_together: int = 1) -> None:
     """The layout's degrees, KV shards, all-to-all layers and links as givens (formulas/layout.py's inputs), and
-    the layout forms of the roofline's quantities in the work's library."""
+    the layout forms of the roofline's quantities in the work's library. `prompts_together`: the attention ranks
+    whose prompt passes share the experts at once (predict's, d of them), else one request's alone."""
     model = setup.model
     work.library = work.library.extended(lay.roofline_on_layout())
     work.heading(f"The layout ({system.title})")
@@ -83,7 +84,8 @@ def layout_values(work: Work, setup: Setup, layout: Layout, system: System) -> N
     share = dispatch_share(setup.gpu, setup.dtype) if setup.gpu is not None else 1
     why = "the tokens gathered in FP8, summed back in bf16" if share < 1 else "dispatch and combine in bf16"
     work.given(lay.r_dq, share, why, inline=True)
-    work.given(lay.d_p, 1, "one request's prompt pass alone", inline=True)
+    together = "attention ranks prefilling at once, their tokens sharing the experts"
+    work.given(lay.d_p, prompts_together, together if prompts_together > 1 else "one request's prompt pass alone", True)
     if not model.config.is_moe:
         work.given(sym.k_e, 1, "a dense model: its all-to-all terms are zero (L_a = 0)", inline=True)
         work.given(sym.E, 1, "a dense model: no routed experts to balance (F_x = 0)", inline=True)

@@ -16,6 +16,7 @@ from derive.calibration import (
 from derive.catalog import Gpu
 from derive.core.errors import DeriveError
 from derive.core.evaluation import depends_on, evaluate
+from derive.core.library import Formula
 from derive.core.sheet import Sheet, Work
 from derive.core.symbols import Sym
 from derive.core.units import format_quantity
@@ -26,6 +27,7 @@ from derive.derivations.common import (
     decode_inputs,
     decode_inputs_at_mean_context,
     model_notes,
+    more_than,
     start,
     weight_reads,
 )
@@ -33,9 +35,11 @@ from derive.derivations.layout_step import SHARES, SLOT_FLOOR, layout_values, se
 from derive.layouts import Layout
 from derive.planning import Targets
 from derive.systems import Price, System
+from formulas import calibrated as cal
 from formulas import energy as en
 from formulas import layout as lay
 from formulas import notation as sym
+from formulas import prefill as pf
 
 _ESTIMATE = ("layout_expert_width", "layout_slot_time", "layout_tpot")
 _PREFILL = (
@@ -189,7 +193,7 @@ def predict_on_layout(setup: Setup) -> Sheet:
     work = start("predict", f"{title}: {setup.prompt:,} prompt, {setup.output:,} output tokens", setup)
     decode_inputs_at_mean_context(work, setup, setup.prompt, setup.output)
     accelerator(work, setup)
-    layout_values(work, setup, layout, system)
+    layout_values(work, setup, layout, system, prompts_together=layout.dp)
     work.given(sym.B, setup.batch, "--batch: one micro-batch; each pipeline stage works on its own")
     work.given(sym.S_p, setup.prompt, "--prompt")
     work.given(sym.S_o, setup.output, "--output")
@@ -197,15 +201,15 @@ def predict_on_layout(setup: Setup) -> Sheet:
     work.sheet.inputs.update({"prompt": setup.prompt, "output": setup.output, "floor": setup.floor})
     fit = _fitted(work, setup, gpu)
     work.heading("Prompt pass of the micro-batch")
-    if layout.dp > 1:  # each attention rank prefills its share, all ranks at once through the shared experts
-        work.given(sym.B, -(-setup.batch // layout.dp), "the micro-batch's prompts on each attention rank")
-        work.given(lay.d_p, layout.dp, "attention ranks prefilling at once, their tokens sharing the experts")
+    if layout.dp > 1:  # each attention rank prefills its share, all ranks at once through the shared experts (d_p)
+        prompts = -(-setup.batch // layout.dp)
+        work.given(sym.B, prompts, "the micro-batch's prompts on each attention rank", inline=True)
     weight_reads(work, setup, prefill=True)
     for name in _PREFILL if fit else _PREFILL[:6]:
         result = {"layout_ttft_floor": "ttft_floor", "layout_ttft": "ttft"}.get(name)
         work.compute(work.library.get(name), result)
     if layout.dp > 1:
-        work.given(sym.B, setup.batch, "--batch again: the decode step's micro-batch, spread over the ranks")
+        work.given(sym.B, setup.batch, "--batch again: the decode step's micro-batch, spread over the ranks", True)
     work.heading("Decode (at the mean context, prompt plus half the output)")
     drafted = bool(setup.speculation)
     if drafted:  # the pass checks each sequence's k drafts: tau_v tokens through the weights
@@ -219,6 +223,10 @@ def predict_on_layout(setup: Setup) -> Sheet:
             work.compute(work.library.get("layout_token_time"), "tpot")
         work.note(setup.speculation.describe())
     work.compute(work.library.get("layout_sequences"), "sequences")
+    per_token = (lay.t_tok_f, lay.t_tok) if drafted else (lay.tpot_f, lay.tpot_c)
+    _served_totals(work, per_token[0], lay.ttft_f, "_floor")
+    if fit:
+        _served_totals(work, per_token[1], lay.ttft_c, "")
     work.note(
         "the floor: peak bandwidth and FLOP/s and full link speed, whichever binds, no kernel launch or scheduling "
         "time; no real server is faster"
@@ -229,6 +237,27 @@ def predict_on_layout(setup: Setup) -> Sheet:
     return work.sheet
 
 
+def _served_totals(work: Work, per_token: Sym, first_token: Sym, suffix: str) -> None:
+    """predict's throughput and end-to-end latency on a layout, as on tensor parallelism alone (formulas/prefill.py's
+    decode_throughput and e2e_latency_floor, formulas/calibrated.py's throughput and e2e_latency) from this layout's
+    own step: the layout's B_L sequences each gain tau tokens a TPOT, and a request's prompt pass gives its first
+    token, S_o - 1 more then taking (S_o - 1)/tau TPOTs."""
+    rate, latency = (pf.R_dec, pf.e2e) if suffix else (cal.R_cal, cal.e2e_cal)
+    step, tau, scored = per_token.symbol, sym.tau.symbol, sym.S_sc.symbol
+    work.compute(
+        Formula(rate, lay.B_L.symbol * tau / step, "The layout's B_L sequences each gain tau tokens a TPOT."),
+        f"throughput{suffix}",
+    )
+    work.compute(
+        Formula(
+            latency,
+            first_token.symbol + (sym.S_o.symbol - scored) * step / tau,
+            "The prompt pass, which gives the first output token, then (S_o - 1)/tau decode steps for the rest.",
+        ),
+        f"e2e_latency{suffix}",
+    )
+
+
 def _fits_on_layout(work: Work, setup: Setup) -> None:
     """Refuse a micro-batch whose weights and cache, at the end of its output, do not fit one accelerator."""
     end = {**work.values, sym.S: sympy.Integer(setup.prompt + setup.output)}
@@ -236,10 +265,10 @@ def _fits_on_layout(work: Work, setup: Setup) -> None:
     held = evaluate((lay.W_g.symbol + lay.K_gs.symbol), end, work.library)
     memory = work.values[sym.M]
     if held > memory:
+        needed, holds = more_than(held, memory)
         raise DeriveError(
-            f"{setup.model.name} at a micro-batch of {setup.batch} needs {format_quantity(held, 'byte')} of each "
-            f"accelerator (its weights and cache at {setup.prompt + setup.output:,} tokens), more than its "
-            f"{format_quantity(memory, 'byte')}",
+            f"{setup.model.name} at a micro-batch of {setup.batch} needs {needed} of each accelerator (its weights and "
+            f"cache at {setup.prompt + setup.output:,} tokens), more than its {holds}",
             "Use more accelerators (--tp, --ep with --dp, --pp), a smaller --batch or a shorter --prompt/--output",
         )
 
