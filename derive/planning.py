@@ -857,6 +857,9 @@ class Plan:
             )
         arch = self.model.config
         out.extend(checkpoint_notes(arch.weight_recipe, arch.expert_format, self.dtype))
+        beyond = arch.position_note(self.targets.prompt + self.targets.output, self.model.name)
+        if beyond:
+            out.append(beyond)
         if self.defaults:
             t = self.targets
             said = {"dtype": self.dtype, "prompt": t.prompt, "output": t.output, "ttft": f"{float(t.ttft) * 1e3:g} ms"}

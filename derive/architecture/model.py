@@ -97,6 +97,12 @@ class Architecture:
         mixer = self.attention
         return mixer.kv_head_count() if mixer is not None else self.heads
 
+    def position_note(self, tokens: int, name: str) -> str | None:
+        """What to say where a sequence of `tokens` runs past the config's position limit (None within it)."""
+        if self.max_context and tokens > self.max_context:
+            return f"{tokens:,} tokens is beyond the {self.max_context:,} positions of {name}'s config"
+        return None
+
     @property
     def kv_splits(self) -> int:
         """The most ways tensor parallelism splits the cache: a latent or shared head not at all, else the fewest KV

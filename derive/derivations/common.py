@@ -130,8 +130,9 @@ def model_notes(work: Work, setup: Setup, longest: int | None = None) -> None:
             f"at {longest:,} tokens the windowed layers hold only their last {', '.join(capped)} tokens: "
             "their cache and attention stop growing there"
         )
-    if arch.max_context and longest and longest > arch.max_context:
-        work.note(f"{longest:,} tokens is beyond the {arch.max_context:,} positions of {setup.model.name}'s config")
+    beyond = arch.position_note(longest, setup.model.name) if longest else None
+    if beyond:
+        work.note(beyond)
     for note in checkpoint_notes(arch.weight_recipe, arch.expert_format, setup.dtype):
         work.note(note)
     sanity_notes(work, setup)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import sympy
 
 from derive.catalog import Gpu
@@ -185,7 +187,7 @@ def crossover_kv_weights(setup: Setup) -> Sheet:
             f"{setup.gpu.name} holds {format_quantity(setup.gpu.memory, 'byte')}: the cache alone at the "
             f"crossover fills {float(kv_bytes / setup.gpu.memory):.2f} of one accelerator"
         )
-    model_notes(work, setup)
+    model_notes(work, setup, longest=math.ceil(float(context)))
     return work.sheet
 
 
