@@ -100,7 +100,7 @@ def check_tp(model: Model, tp: int) -> None:
     s = shape(model)
     reason = tp_problem(s, tp)
     if reason is not None:
-        fits = [str(d) for d in (1, 2, 4, 8, 16, 32, 64) if tp_problem(s, d) is None]
+        fits = [str(d) for d in range(1, 129) if tp_problem(s, d) is None][:12]  # gpt2's 12 heads: 6 and 12 too
         raise DeriveError(
             f"--tp {tp} cannot split {model.name}: {reason}",
             "Tensor parallelism splits whole heads: use one of " + ", ".join(fits),
