@@ -62,6 +62,17 @@ class Answer:
     wrong_answers: list[Prose] = field(default_factory=list)
     follow_up: FollowUp | None = None
 
+    @property
+    def changed(self) -> list[tuple[str, Any, Any]]:
+        """(input, value, the question's) for each input the user set other than the question asks: the title is
+        the question as asked, and the answer is for these."""
+        defaults = self.question.defaults
+        return [
+            (key, self.inputs[key], defaults.get(key))
+            for key in self.question.changeable
+            if self.inputs.get(key) is not None and str(self.inputs[key]) != str(defaults.get(key))
+        ]
+
     def headline(self, name: str, value: sympy.Expr | str | None, unit: str = "") -> Quantity:
         """Record a headline result (for --format json) and return it for prose."""
         self.results[name] = Result(name, unit, value)

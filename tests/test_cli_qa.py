@@ -145,3 +145,14 @@ def test_a_length_past_the_configs_positions_is_said_wherever_it_is_reached(run)
     assert past["results"]["crossover_context"]["value"] > 8192 and any(limit in n for n in past["notes"])
     within = json.loads(run("crossover", "kv-weights", "-m", "llama70b", "-b", "64", "--json").stdout)
     assert within["results"]["crossover_context"]["value"] < 8192 and not any(limit in n for n in within["notes"])
+
+
+def test_an_answer_for_other_inputs_says_so_under_the_question_as_asked(run):
+    """kv-sizing-13b asks about Llama 2 13B on an 80 GB A100; with -m llama70b -g h100 the title stays the question
+    as asked, and the sheet says which inputs it answers for instead (and shows no unset tp)."""
+    own = run("answer", "kv-sizing-13b").stdout
+    other = run("answer", "kv-sizing-13b", "-m", "llama70b", "-g", "h100").stdout
+    assert "Answered for other inputs" not in own
+    assert "`model=llama70b` (the question's: `llama2-13b`), `gpu=h100` (the question's: `a100`)" in other
+    assert "tp=None" not in other
+    assert "Answered for other inputs" in run("answer", "kv-sizing-13b", "-m", "llama70b", "--format", "tex").stdout
