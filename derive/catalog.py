@@ -88,9 +88,11 @@ class Gpu:
             if dequantised:
                 return self.flops["bf16"], f"{dtype} weights are dequantised: matmuls run at the bf16 peak"
             return self.flops["bf16"], f"{dtype}: no {gemm} peak in the datasheet, so the bf16 peak"
+        # int8 matmuls are SmoothQuant's (int8-sq); --dtype int8 is weight-only and multiplies in bf16.
+        offered = "/".join("int8-sq" if k == "int8" else k for k in self.flops)
         raise CatalogError(
             f"{self.name} has no {dtype} peak in its datasheet",
-            f"Pass --flops with the figure to use, or --dtype {'/'.join(self.flops)}",
+            f"Pass --flops with the figure to use, or --dtype {offered}",
         )
 
     def with_overrides(self, **figures: sympy.Rational | None) -> Gpu:
@@ -199,7 +201,7 @@ def load_gpu(name: str) -> Gpu:
             raise DeriveError(f"gpus.toml [{key}] lacks '{field_name}'", "Fix the catalog entry") from None
 
     flops: dict[str, sympy.Rational] = {
-        dt: figure(dt, "FLOP/second") for dt in ("fp32", "bf16", "fp16", "fp8", "fp4") if dt in entry
+        dt: figure(dt, "FLOP/second") for dt in ("fp32", "bf16", "fp16", "fp8", "fp4", "int8") if dt in entry
     }
     return Gpu(
         name=key,

@@ -156,7 +156,7 @@ def test_model_and_config_together(run, write_config):
 def test_dtype_without_a_datasheet_peak(run):
     assert_error(
         run("knee", "--model", "llama70b", "--gpu", "a100", "--dtype", "fp8"),
-        "a100 has no fp8 peak in its datasheet. Pass --flops with the figure to use, or --dtype fp32/bf16/fp16",
+        "a100 has no fp8 peak in its datasheet. Pass --flops with the figure to use, or --dtype fp32/bf16/fp16/int8-sq",
     )
 
 

@@ -52,7 +52,7 @@ def test_every_recipe_has_a_fit_a_peak_and_a_source():
         ("h100", "nvfp4", "bf16", "dequantised"),
         ("h100", "int4-awq", "bf16", "dequantised"),
         ("h100", "fp8-block", "fp8", "fp8 dense peak (fp8-block)"),
-        ("h100", "int8-sq", "bf16", "no int8 peak in the datasheet"),
+        ("h100", "int8-sq", "int8", "int8 dense peak (int8-sq)"),
     ],
 )
 def test_each_recipe_runs_its_matmuls_at_its_peak(gpu, name, peak, says):
@@ -111,3 +111,14 @@ def test_a_sweep_takes_only_plain_formats_for_the_cache():
 
 def test_fbgemm_fp8_names_its_recipe():
     assert from_quantization_config({"quant_method": "fbgemm_fp8"})[0] == "fp8-dynamic"
+
+
+def test_smoothquant_matmuls_run_at_the_int8_peak():
+    """W8A8 (int8-sq) multiplies in int8: A100 624 TOPS dense (NVIDIA A100 datasheet; shared/data/gpus.json), H100
+    SXM 1,978.9 (3,958 with sparsity, NVIDIA H100 datasheet); weight-only int8 still dequantises for bf16."""
+    from derive.catalog import load_gpu
+
+    a100, h100 = load_gpu("a100"), load_gpu("h100")
+    assert a100.peak("int8-sq")[0] == 624 * 10**12 and "int8 dense peak" in a100.peak("int8-sq")[1]
+    assert h100.peak("int8-sq")[0] == sympy.Rational("1978.9e12")
+    assert a100.peak("int8")[0] == a100.peak("bf16")[0]
