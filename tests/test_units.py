@@ -61,3 +61,11 @@ def test_format_picks_decimal_prefixes():
     assert format_quantity(1_677_721_600, "byte/sequence") == "1.678 GB/sequence"
     assert format_quantity(56, "sequence") == "56 sequences"
     assert format_quantity(sympy.Rational(2387, 100000), "second") == "23.87 ms"
+
+
+def test_a_factor_just_off_a_whole_number_keeps_the_digits_that_show_it():
+    """fp8-block's weights: 8 bits and one fp32 scale per 128 x 128 block, 1 + 4/16,384 bytes a weight (DeepSeek-V3
+    report, sec. 3.3.2). Printed as '1 B/parameter', N·b_w = 70.57 GB read false for Llama 3 70B."""
+    assert format_quantity(1 + sympy.Rational(4, 128 * 128), "byte/parameter") == "1.000244 B/parameter"
+    assert format_quantity(1, "byte/parameter") == "1 B/parameter"
+    assert format_quantity(sympy.Rational(20000003, 1000000) / 1000, "second") == "20 ms"

@@ -189,6 +189,10 @@ def _format_number(number: float, digits: int) -> str:
     if abs(number) >= 1e6 or abs(number) < 1e-3:
         return f"{number:.{digits - 1}e}"
     rounded = float(f"{number:.{digits}g}")
+    # A small factor just off a whole number (fp8-block's 1.000244 bytes a weight) keeps the digits that show it is
+    # not one: printed as '1', the product it multiplies reads false on its face.
+    if rounded.is_integer() and number != rounded and abs(number) < 10:
+        rounded = float(f"{number:.{digits + 3}g}")
     return f"{int(rounded):,}" if rounded.is_integer() else f"{rounded:,}"
 
 

@@ -92,13 +92,15 @@ def layout_values(work: Work, setup: Setup, layout: Layout, system: System, prom
     said = setup.speculation.source if setup.speculation else "no draft"
     for quantity, value in setup.speculation.values().items():
         work.given(quantity, value, said, inline=not setup.speculation)
-    for link, group, what in (
-        (lay.BW_tp, layout.tp, "tensor-parallel group"),
-        (lay.BW_ep, layout.tp * layout.dp, "expert group"),
-        (lay.BW_pp, layout.accelerators, "pipeline"),
+    dense = not model.config.is_moe
+    for link, group, what, idle in (
+        (lay.BW_tp, layout.tp, "tensor-parallel group", layout.tp == 1 and "one accelerator: no all-reduce"),
+        (lay.BW_ep, layout.tp * layout.dp, "expert group", dense and "a dense model: no all-to-all (L_a = 0)"),
+        (lay.BW_pp, layout.accelerators, "pipeline", layout.pp == 1 and "one stage: no sends between stages"),
     ):
         wire = system.fabric if group <= system.domain else f"scale-out network ({system.network_note})"
-        work.given(link, system.link(group), f"{what} of {group}: {wire}")
+        # A link no term of this layout crosses still needs a value (its term is multiplied by zero): say so.
+        work.given(link, system.link(group), idle or f"{what} of {group}: {wire}", inline=bool(idle))
     collective_inputs(work)
     routed = work.library.defining(lay.W_E.symbol)
     assert routed is not None, "formulas/layout.py defines W_E (zero for a dense model)"
