@@ -232,7 +232,8 @@ def compile_combination(
     values, library = predictor_inputs(loaded, accelerator, dtype, kv_dtype=kv_dtype)
     system = system_of(accelerator)
     if system is not None and accelerator.link is not None:  # a tp group past the node crosses its network
-        values[sh.BW_link] = system.link_for(sym.n.symbol)
+        fixed_tp = defaults.get("tp") if "tp" not in axes else None
+        values[sh.BW_link] = system.link(fixed_tp) if fixed_tp is not None else system.link_for(sym.n.symbol)
     swept = [AXES[a] for a in axes]
     for axis, value in defaults.items():  # numeric inputs held fixed
         if axis not in axes:

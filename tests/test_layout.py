@@ -385,9 +385,11 @@ def test_deepep_across_nodes_runs_at_the_nics_measured_share():
 def test_a_tensor_parallel_group_past_the_node_all_reduces_over_its_network():
     """Llama 3.1 405B at tp 16 on HGX H100 (8 a node): its all-reduce crosses the scale-out network, in predict, eval
     and sweep alike; at tp 8 or less it stays on NVLink."""
+    import numpy as np
+
     import derive
     from derive.catalog import load_gpu
-    from derive.sweeps import Grid, evaluate_grid, predict_target
+    from derive.sweeps import Grid, compile_combination, evaluate_grid, predict_target
     from derive.systems import system_for, tp_link
     from formulas import sharding as sh
 
@@ -402,3 +404,8 @@ def test_a_tensor_parallel_group_past_the_node_all_reduces_over_its_network():
     )
     (_, columns), *_ = list(evaluate_grid(predict_target(), grid))
     assert columns["tpot"][0] == pytest.approx(d.results["tpot"].magnitude, rel=1e-9)
+    # tp held fixed rather than swept: the same link, as a number
+    held = compile_combination(
+        predict_target(), "llama3.1-405b", "h100", "bf16", ("batch",), {"tp": 16, "prompt": 2048, "output": 256}
+    )
+    assert held.functions["tpot"](np.array([8.0]))[0] == pytest.approx(d.results["tpot"].magnitude, rel=1e-9)
