@@ -56,7 +56,6 @@ class Shape:
 
     heads: int
     kv_heads: int | None  # None for a latent cache, which tensor parallelism does not split
-    kv_splits: int  # the most ways tensor parallelism splits the cache (Architecture.kv_splits)
     layers: int
     experts: int  # 0 for a dense model
     moe_layers: int
@@ -72,17 +71,10 @@ def shape(model: Model) -> Shape:
     return Shape(
         heads=heads,
         kv_heads=None if latent or not kv else min(kv),
-        kv_splits=arch.kv_splits,
         layers=arch.layers,
         experts=moe.experts if moe is not None else 0,
         moe_layers=arch.count(lambda g: g.moe is not None),
     )
-
-
-def kv_shards(s: Shape, tp: int) -> int:
-    """Ways tensor parallelism splits the cache: up to the KV heads; a latent cache not at all (formulas/roofline.py's
-    kv_shards, for the plan's numeric search)."""
-    return min(tp, s.kv_splits)
 
 
 def tp_problem(s: Shape, tp: int) -> str | None:

@@ -28,7 +28,7 @@ from derive.core.errors import DeriveError
 from derive.core.symbols import Sym
 from derive.core.units import counted
 from derive.disaggregation import Disaggregated, LayoutTable, disaggregate, fleet_key, ranked, verdict
-from derive.layouts import Layout, batch_cap, kv_shards, search, shape
+from derive.layouts import Layout, batch_cap, search, shape
 from derive.recipes import checkpoint_notes
 from derive.speculation import NONE, Speculation
 from derive.systems import Price, System, system_for
@@ -42,7 +42,6 @@ INPUTS = (
     lay.pp,
     lay.dp,
     lay.ep,
-    lay.s_kv,
     lay.L_a,
     lay.w_E,
     lay.x_E,
@@ -312,7 +311,6 @@ def layout_inputs(model: Model, layouts: list[Layout], system: System) -> list[n
             lt.pp,
             lt.dp,
             lt.ep,
-            kv_shards(s, lt.tp),
             s.moe_layers if lt.ep > 1 or lt.dp > 1 else 0,  # tokens travel to the experts (formulas/layout.py)
             float(lt.on_deepep(system, s.moe_layers)),  # on DeepEP's kernels
             1.0 if lt.tp * lt.dp > system.domain else 0.0,  # the expert group spans NVLink domains

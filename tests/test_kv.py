@@ -67,3 +67,14 @@ def test_each_layer_kind_splits_its_own_cache_under_tensor_parallelism():
     assert d.results["max_sequences"].magnitude == held
     # A model whose layers all split alike keeps min(n, h_kv): Llama 3 70B's 8 KV heads at tp 4.
     assert derive.fit("llama3-70b", tp=4).sheet.values[sym.s_kv] == 4
+
+
+def test_the_default_tp_holds_the_cache_as_fit_splits_it():
+    """On 15.84 GB, Nemotron-3 Nano's weights over 4 (15.79 GB) leave room for one 10,000-token sequence only with its
+    Mamba state split over its own 64 heads (fit at tp 4: 1 sequence): predict's default degree is 4, not the 8 that
+    splitting the whole cache over the 2 attention KV heads would take."""
+    import derive
+
+    assert derive.fit("nemotron3-nano", tp=4, context=10000, memory="15.84 GB").results["max_sequences"].magnitude == 1
+    chosen = derive.predict("nemotron3-nano", memory="15.84 GB", batch=1, prompt=9000, output=1000)
+    assert chosen.inputs["tp"] == 4

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from derive.catalog import load_gpu, load_model
 from derive.core.evaluation import evaluate
-from derive.layouts import Layout, check, kv_shards, search, shape
+from derive.layouts import Layout, check, search, shape
 from derive.speculation import NONE
 from derive.sweeps import predictor_inputs
 from derive.systems import catalog_price, prices, system_for, systems
@@ -42,7 +42,6 @@ def values_at(model_name, layout, batch=1, context=4096, gpu="h100"):
             lay.pp: sympy.Integer(layout.pp),
             lay.dp: sympy.Integer(layout.dp),
             lay.ep: sympy.Integer(layout.ep),
-            lay.s_kv: sympy.Integer(kv_shards(s, layout.tp)),
             lay.L_a: sympy.Integer(s.moe_layers if layout.ep > 1 or layout.dp > 1 else 0),
             lay.w_E: sympy.Integer(int(layout.on_deepep(system, s.moe_layers))),
             lay.x_E: sympy.Integer(int(layout.tp * layout.dp > system.domain)),
@@ -95,9 +94,13 @@ def test_llama70b_weights_and_cache_per_accelerator_by_hand():
 
 
 def test_kv_heads_cap_the_split_and_a_latent_is_whole():
-    llama = shape(load_model("llama3-70b"))
-    assert [kv_shards(llama, tp) for tp in (1, 4, 8, 16)] == [1, 4, 8, 8]
-    assert kv_shards(shape(load_model("deepseek-v3")), 8) == 1  # MLA's latent is copied to every rank
+    import derive
+
+    def shards(model, tp):  # the one kv_shards every command and the plan read (formulas/roofline.py, or the model's)
+        return derive.fit(model, gpu="h200", tp=tp, dtype="fp8").sheet.values[sym.s_kv]
+
+    assert [shards("llama3-70b", tp) for tp in (1, 4, 8, 16)] == [1, 4, 8, 8]
+    assert shards("deepseek-v3", 8) == 1  # MLA's latent is copied to every rank
 
 
 def test_qwen3_moe_expert_parallel_by_hand():

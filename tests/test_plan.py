@@ -364,3 +364,15 @@ def test_the_batch_cap_is_each_attention_ranks():
         assert row.sequences <= 4 * row.layout.dp * row.layout.pp
     for row in capped:
         assert row.sequences == 4 * row.layout.dp * row.layout.pp
+
+
+@pytest.mark.parametrize("model", ["nemotron3-nano", "gemma4-26b-a4b", "llama3-70b"])
+def test_the_plans_memory_batch_is_fits_at_the_end_of_the_reply(model):
+    """The plan's memory limit is fit's at the prompt plus the reply (2,304 tokens), each layer kind's cache split
+    over its own heads (Nemotron's Mamba state over 64, Gemma 4's sliding layers over 8), on every tp it searches."""
+    p = derive.plan(model, gpu="h100", tpot="200 ms")
+    (found,) = p.searches
+    for layout, by_memory in zip(found.table.layouts, found.table.by_memory, strict=True):
+        if layout.pp == layout.dp == layout.ep == 1 and layout.tp in (2, 4, 8):
+            fit = derive.fit(model, gpu="h100", tp=layout.tp, context=2304).results["max_sequences"].magnitude
+            assert int(by_memory) == fit, layout

@@ -287,10 +287,13 @@ def default_tp(
     from derive.core.validate import COUNT_LIMITS
     from derive.layouts import shape, tp_problem
 
-    s, splits, tp = shape(setup.model), setup.model.config.kv_splits, 1
+    s, tp = shape(setup.model), 1
+    tokens = setup.context if context is None else context
+    scratch, library = {**sizing_values(setup), sym.S: sympy.sympify(tokens)}, model_library(setup.model)
 
-    def holds(degree: int) -> bool:  # one accelerator's share (formulas/roofline.py)
-        return bool(memory >= weights / degree + one_sequence / min(degree, splits))
+    def holds(degree: int) -> bool:  # one accelerator's share (formulas/roofline.py), each kind's cache its s_kv
+        shards = evaluate(sym.s_kv.symbol, {**scratch, sym.n: sympy.Integer(degree)}, library)
+        return bool(memory >= weights / degree + one_sequence / shards)
 
     while not holds(tp):
         problem = tp_problem(s, 2 * tp)
@@ -305,7 +308,6 @@ def default_tp(
                 if other
                 else (f"its heads split at most {splitting[-1]} ways")
             )
-            tokens = setup.context if context is None else context
             raise FitError(
                 f"{setup.model.name} needs {format_quantity(weights + one_sequence, 'byte')} for its weights and one "
                 f"sequence at {format_quantity(tokens, '')} tokens, more than "
