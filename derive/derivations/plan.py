@@ -238,24 +238,15 @@ def predict_on_layout(setup: Setup) -> Sheet:
 
 
 def _served_totals(work: Work, per_token: Sym, first_token: Sym, suffix: str) -> None:
-    """predict's throughput and end-to-end latency on a layout, as on tensor parallelism alone (formulas/prefill.py's
-    decode_throughput and e2e_latency_floor, formulas/calibrated.py's throughput and e2e_latency) from this layout's
-    own step: the layout's B_L sequences each gain tau tokens a TPOT, and a request's prompt pass gives its first
-    token, S_o - 1 more then taking (S_o - 1)/tau TPOTs."""
-    rate, latency = (pf.R_dec, pf.e2e) if suffix else (cal.R_cal, cal.e2e_cal)
-    step, tau, scored = per_token.symbol, sym.tau.symbol, sym.S_sc.symbol
-    work.compute(
-        Formula(rate, lay.B_L.symbol * tau / step, "The layout's B_L sequences each gain tau tokens a TPOT."),
-        f"throughput{suffix}",
-    )
-    work.compute(
-        Formula(
-            latency,
-            first_token.symbol + (sym.S_o.symbol - scored) * step / tau,
-            "The prompt pass, which gives the first output token, then (S_o - 1)/tau decode steps for the rest.",
-        ),
-        f"e2e_latency{suffix}",
-    )
+    """predict's throughput and end-to-end latency on a layout: the library's own formulas (formulas/prefill.py's
+    decode_throughput and e2e_latency_floor, formulas/calibrated.py's throughput and e2e_latency), read on this
+    layout's step: its B_L sequences, its TPOT and its prompt pass."""
+    names = ("decode_throughput", "e2e_latency_floor") if suffix else ("throughput", "e2e_latency")
+    step, prompt = (pf.tpot, pf.ttft) if suffix else (cal.t_cal, cal.t_calp)
+    on_layout = {sym.B.symbol: lay.B_L.symbol, step.symbol: per_token.symbol, prompt.symbol: first_token.symbol}
+    for name, result in zip(names, (f"throughput{suffix}", f"e2e_latency{suffix}"), strict=True):
+        formula = work.library.get(name)
+        work.compute(Formula(formula.defines, formula.expr.xreplace(on_layout), formula.source), result)
 
 
 def _fits_on_layout(work: Work, setup: Setup) -> None:
