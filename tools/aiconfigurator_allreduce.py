@@ -18,16 +18,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import json
 import os
 
 import aiconfigurator_common as shared
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-GRID = os.path.join(HERE, "..", "benchmarks", "data", "aiconfigurator-0.12.json")
-OUT = os.path.join(HERE, "..", "benchmarks", "data", "aiconfigurator-0.12-allreduce.json")
-BACKEND = "trtllm"
-DATABASE_MODE = "SILICON"
+OUT = os.path.join(shared.DATA, "aiconfigurator-0.12-allreduce.json")
 TP = (2, 4, 8)
 HIDDEN = 1024  # the op's latency depends on tokens x hidden only (the table is by message size in values)
 TOKENS = sorted({m << s for s in range(23) for m in (1, 3)} - {0})  # 1 .. 3 x 2^22 tokens of 1,024 values
@@ -36,11 +31,8 @@ TOKENS = sorted({m << s for s in range(23) for m in (1, 3)} - {0})  # 1 .. 3 x 2
 def system_rows(system: str, version: str) -> list[dict]:
     """One row a (tp, message): the values summed and aiconfigurator's milliseconds, at `version`'s database."""
     from aiconfigurator.sdk import operations as ops
-    from aiconfigurator.sdk.perf_database import get_database_view
 
-    db = get_database_view(
-        system, BACKEND, version, allow_missing_data=False, database_mode=DATABASE_MODE, transfer_policy=None
-    )
+    db = shared.database_view(system, version)
     rows = []
     for tp in TP:
         op = ops.CustomAllReduce("probe", 1, HIDDEN, tp)
@@ -55,7 +47,7 @@ def main() -> None:
     parser.add_argument("--out", default=OUT)
     args = parser.parse_args()
     shared.quiet()
-    versions = json.load(open(GRID))["database_versions"]
+    versions = shared.grid_versions()
     points = [row for system, version in sorted(versions.items()) for row in system_rows(system, version)]
     out = {
         "source": "aiconfigurator 0.12.0 CustomAllReduce op (TensorRT-LLM custom all-reduce tables, "

@@ -1,5 +1,7 @@
 """Pieces the tools/aiconfigurator_*.py scripts share (imported as a plain module: they run from tools/).
 
+- ``database_view``, ``grid_versions``: aiconfigurator's TensorRT-LLM SILICON database for a system, at the
+  version each profiled grid ran.
 - ``quiet``: silence aiconfigurator's logging and warnings.
 - ``sig``: round to significant digits, as the recorded JSON files hold numbers.
 - ``fit_alpha_eta``: relative least squares of derive's collective form ``alpha + bytes/(eta*BW)``.
@@ -26,6 +28,27 @@ BF16_QUANT = {
     "fmha_quant_mode": "bfloat16",
     "comm_quant_mode": "half",
 }
+
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks", "data")
+GRID = os.path.join(DATA, "aiconfigurator-0.12.json")
+
+
+def grid_versions() -> dict[str, str]:
+    """System -> the TensorRT-LLM database version the profiled grids ran on it."""
+    with open(GRID) as f:
+        versions: dict[str, str] = json.load(f)["database_versions"]
+    return versions
+
+
+def database_view(system: str, version: str):  # type: ignore[no-untyped-def]
+    """aiconfigurator's TensorRT-LLM SILICON database for `system` at `version` (imported here, not at the top: only
+    the tools that call this need aiconfigurator)."""
+    from aiconfigurator.sdk.perf_database import get_database_view
+
+    return get_database_view(
+        system, "trtllm", version, allow_missing_data=False, database_mode="SILICON", transfer_policy=None
+    )
 
 
 def quiet() -> None:
