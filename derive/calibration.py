@@ -25,6 +25,7 @@ from formulas import sharding as sh
 FITTED = (
     cal.t_L,
     cal.t_Lp,
+    cal.t_qn,  # held at aiconfigurator's attention op's (tools/calibrate.py)
     # The all-reduce, fitted to aiconfigurator's all-reduce tables (tools/calibrate.py): decode's and the prompt pass's.
     *cal.ONE_SHOT,
     *cal.LARGE_MESSAGE,
@@ -34,6 +35,7 @@ FITTED = (
     cal.eta_p,
     cal.eta_a,
     cal.m_ew,
+    cal.m_ffp,
     cal.w_0,
     cal.w_0p,
     # The routed experts' MoE kernel, fitted to aiconfigurator's MoE tables (tools/calibrate.py): its passes over the

@@ -138,6 +138,20 @@ m_ew = define(
     r"m_{ew}",
     "unfused elementwise passes per layer (norms, rotary, activation, residual adds)",
 )
+t_qn = define(
+    "prefill_qk_norm_time",
+    "t_qnp",
+    "second",
+    r"t_{qn,p}",
+    "fixed time a layer's q and k norms add to a prompt pass (their own kernels)",
+)
+m_ffp = define(
+    "prefill_mlp_activation_passes",
+    "m_actp",
+    "",
+    r"m_{act,p}",
+    "passes of the prompt pass over the values its MLP activation functions read and write (their own width)",
+)
 
 # Fitted per accelerator and expert format to aiconfigurator's MoE kernel tables (tools/calibrate.py): the routed
 # experts' kernel in the fit's own format (its precision's: bf16, fp8, fp8-block, nvfp4)...
@@ -266,6 +280,7 @@ I_xp4 = define(
 
 # What a model's routed experts run at: the fit's format, or the one its checkpoint ships them in (below, and
 # derive/architecture/build.py for a model that has one).
+L_qn = define("qk_normed_layers", "L_qn", "", r"L_{qn}", "layers whose attention normalizes its queries or keys")
 L_x = define("routed_expert_layers", "L_x", "", r"L_{x}", "layers whose routed experts run a MoE kernel")
 E_x = define("routed_experts_per_layer", "E_x", "", r"E_{x}", "routed experts a MoE layer's kernel iterates over")
 k_x = define(
@@ -338,6 +353,13 @@ W_x = define(
 )
 W_xp = define(
     "expert_bytes_read_by_prefill", "W_xpre", "byte", r"W_{x,p}", "routed-expert weight bytes the prompt pass reads"
+)
+v_act = define(
+    "mlp_activation_values_per_token",
+    "v_act",
+    "1/token",
+    r"v_{act}",
+    "values a token's dense MLPs' (and shared experts') activation functions read and write, over all layers",
 )
 F_x = define("expert_flops_per_token", "F_xtok", "FLOP/token", r"F_{x}", "routed-expert matmul FLOPs per token")
 w_x = define(
@@ -431,6 +453,20 @@ X_ewp = define(
 )
 t_ewp = define(
     "prefill_elementwise_time", "t_ewp", "second", r"t_{ew,p}", "time for the prompt pass's elementwise passes"
+)
+X_actp = define(
+    "prefill_mlp_activation_bytes",
+    "X_actp",
+    "byte",
+    r"X_{act,p}",
+    "bytes the prompt pass's MLP activation functions read and write on one accelerator",
+)
+t_actp = define(
+    "prefill_mlp_activation_time",
+    "t_actp",
+    "second",
+    r"t_{act,p}",
+    "time for the prompt pass's MLP activation functions",
 )
 t_fixp = define("prefill_fixed_time", "t_fixp", "second", r"t_{fix,p}", "the layers' fixed time in the prompt pass")
 t_Np = define(
@@ -692,7 +728,10 @@ calibrated_step_time = formula(
 
 prefill_allreduce_time = formula(t_arp, _allreduce(B.symbol * S_p.symbol, PREFILL_LINK), _MEGATRON)
 prefill_fixed_time = formula(
-    t_fixp, L.symbol * t_Lp.symbol, "Each layer's kernels cost a fixed time in the prompt pass too."
+    t_fixp,
+    L.symbol * t_Lp.symbol + L_qn.symbol * t_qn.symbol,
+    "Each layer's kernels cost a fixed time in the prompt pass too, and q and k norms more (aiconfigurator 0.12 "
+    "prices them at a fixed time a layer in its context attention op, none at decode; tools/aiconfigurator_qknorm.py).",
 )
 prefill_weight_time = formula(
     t_Wp,
@@ -721,6 +760,18 @@ prefill_elementwise_bytes = formula(
     "Each unfused pass reads and writes the d-wide activation of every prompt token once.",
 )
 prefill_elementwise_time = formula(t_ewp, X_ewp.symbol / BW.symbol, "Replicated on every accelerator, as at decode.")
+prefill_activation_bytes = formula(
+    X_actp,
+    B.symbol * S_p.symbol * v_act.symbol * b_a.symbol / n.symbol,
+    "A gated MLP's activation reads its gate and up halves and writes their product, each d_ff wide (a plain one "
+    "reads one and writes one), on every prompt token; tensor parallelism splits the intermediate n ways. At a "
+    "prompt pass's many tokens this traffic is of the GEMMs' own order (d_ff/d of a d-wide pass, per token).",
+)
+prefill_activation_time = formula(
+    t_actp,
+    m_ffp.symbol * X_actp.symbol / BW.symbol,
+    "m_act,p passes over them, fitted (aiconfigurator prices TensorRT-LLM's act_gate by its bytes).",
+)
 calibrated_ttft = formula(
     t_calp,
     t_fixp.symbol
@@ -729,7 +780,8 @@ calibrated_ttft = formula(
     + t_Xp.symbol
     + larger(t_Wp.symbol, t_Gp.symbol)
     + larger(t_Kp.symbol, t_Ap.symbol)
-    + t_ewp.symbol,
+    + t_ewp.symbol
+    + t_actp.symbol,
     "The prompt pass is one step over B·S_p tokens, its kernels one after another.",
 )
 

@@ -351,7 +351,7 @@ def _shared(dense: sympy.Expr, routed: sympy.Expr) -> sympy.Expr:
 def _calibrated_slot(
     tokens: sympy.Expr,
     activations: Sym,
-    fixed: Sym,
+    fixed: sympy.Expr,
     link: tuple[tuple[Sym, Sym, Sym, Sym], ...],
     narrow: Sym,
     routed: Sym,
@@ -361,19 +361,26 @@ def _calibrated_slot(
     fused: tuple[Sym, Sym, Sym, Sym],
     wide: tuple[Sym, Sym, sympy.Expr],
     together: sympy.Expr = sympy.S.One,
+    activation_passes: Sym | None = None,
 ) -> sympy.Expr:
     """One stage-slot at the fitted efficiencies, decode or prompt pass alike (the terms of formulas/calibrated.py).
 
-    `shares` are one accelerator's weights read, GEMM FLOPs, the GEMMs' efficiency, cache bytes and attention FLOPs;
-    the routed experts' part of them runs the MoE kernel (`kernel`, formulas/calibrated.py routed_experts), where the
-    busiest expert rank computes `imbalance` times its share of the routed experts' FLOPs and moves as many times its
-    share of the routed activations (and of their intermediates, `w_L` wide), of `together` ranks' tokens where that
-    many ranks' prompt passes share the experts at once. The tokens reach their experts on the fused all-gather and
-    reduce-scatter (`fused`: each one's latency and link share, DECODE_FUSED or PREFILL_FUSED) or on DeepEP's kernels
-    (`wide`), as w_E says.
+    `fixed` is the pass's fixed time over all layers, a stage taking its 1/p; `activation_passes` (a prompt pass's)
+    prices the MLP activations on their own width. `shares` are one accelerator's weights read, GEMM FLOPs, the
+    GEMMs' efficiency, cache bytes and attention FLOPs; the routed experts' part of them runs the MoE kernel
+    (`kernel`, formulas/calibrated.py routed_experts), where the busiest expert rank computes `imbalance` times its
+    share of the routed experts' FLOPs and moves as many times its share of the routed activations (and of their
+    intermediates, `w_L` wide), of `together` ranks' tokens where that many ranks' prompt passes share the experts
+    at once. The tokens reach their experts on the fused all-gather and reduce-scatter (`fused`: each one's latency
+    and link share, DECODE_FUSED or PREFILL_FUSED) or on DeepEP's kernels (`wide`), as w_E says.
     """
     weights, flops, gemm, cache, attention = shares
     gather_latency, gather_share, scatter_latency, scatter_share = fused
+    mlp_activations = (
+        0
+        if activation_passes is None
+        else activation_passes.symbol * _per(tokens * cal.v_act.symbol * b_a.symbol, n, pp) / BW.symbol
+    )
     tokens = tokens * together
     routed_bytes, routed_flops = _per(routed.symbol, n, dp, pp), _per(tokens * cal.F_x.symbol, n, dp, pp)
     stage = L.symbol / pp.symbol
@@ -382,7 +389,7 @@ def _calibrated_slot(
     busiest_experts = imbalance.symbol * routed_flops
     experts = larger(routed_bytes / BW.symbol, busiest_experts / P.symbol)
     return (
-        stage * fixed.symbol
+        fixed / pp.symbol
         + allreduces * cal.allreduce(activations.symbol, n.symbol, link, BW_tp)
         + L_a.symbol
         / pp.symbol
@@ -410,6 +417,7 @@ def _calibrated_slot(
         )
         + larger(cache.symbol / (cal.eta_kv.symbol * BW.symbol), attention.symbol / (cal.eta_a.symbol * P.symbol))
         + 2 * stage * cal.m_ew.symbol * activations.symbol / BW.symbol
+        + mlp_activations
     )
 
 
@@ -534,7 +542,7 @@ layout_slot_time = formula(
     _calibrated_slot(
         tokens=B.symbol * tau_v.symbol,
         activations=X_r,
-        fixed=cal.t_L,
+        fixed=L.symbol * cal.t_L.symbol,
         link=cal.DECODE_LINK,
         narrow=cal.w_0,
         routed=cal.W_x,
@@ -595,7 +603,7 @@ layout_prefill_slot_time = formula(
     _calibrated_slot(
         tokens=B.symbol * S_p.symbol,
         activations=X_p,
-        fixed=cal.t_Lp,
+        fixed=L.symbol * cal.t_Lp.symbol + cal.L_qn.symbol * cal.t_qn.symbol,
         link=cal.PREFILL_LINK,
         narrow=cal.w_0p,
         routed=cal.W_xp,
@@ -605,6 +613,7 @@ layout_prefill_slot_time = formula(
         fused=PREFILL_FUSED,
         wide=(alpha_Ep, eta_Ep, _COPIES_A_RANK),
         together=d_p.symbol,
+        activation_passes=cal.m_ffp,
     ),
     "The calibrated prompt pass (formulas/calibrated.py) over one stage's share, as the decode slot.",
 )

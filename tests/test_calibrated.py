@@ -325,3 +325,62 @@ def test_the_allreduce_fit_is_the_profiled_tables():
             assert fit["envelope_error"]["median"] < 0.06, gpu
         for precision, values in committed["accelerators"][gpu].items():
             assert {k: values["values"][k] for k in fit["values"]} == fit["values"], (gpu, precision)
+
+
+def _prompt_inputs(model: str, gpu: str, precision: str, batch: int, prompt: int, tp: int) -> tuple[dict, object]:
+    from derive.catalog import load_model
+    from derive.sweeps import predictor_inputs
+    from formulas import notation as sym
+    from formulas import prefill as pf
+
+    values, lib = predictor_inputs(load_model(model), load_gpu(gpu), precision)
+    values.update({sym.B: sympy.Integer(batch), pf.S_p: sympy.Integer(prompt), sym.S: sympy.Integer(prompt)})
+    values[sym.n] = sympy.Integer(tp)
+    return values, lib
+
+
+def test_a_prompt_pass_moves_its_mlp_activations_on_their_own_width_by_hand():
+    """Llama 3 8B's prompt pass of 4 x 1,024 tokens on 2 B200s (tp2): each of its 32 layers' SwiGLU reads the gate and
+    up halves and writes their product, 3 x 14,336 values a token, split 2 ways, in bf16 (2 bytes), m_act,p times
+    through the 8 TB/s memory (facts: meta-llama/Meta-Llama-3-8B config.json; formulas/gpus.toml). With m_act,p = 0
+    the prompt pass is its old form."""
+    from derive.core.evaluation import evaluate
+
+    values, lib = _prompt_inputs("llama3-8b", "b200", "fp8", 4, 1024, 2)
+    assert evaluate(cal.v_act.symbol, dict(values), lib) == 32 * 3 * 14336
+    passes = float(values[cal.m_ffp])
+    assert passes > 0
+    with_it = evaluate(cal.t_calp.symbol, dict(values), lib)
+    without = evaluate(cal.t_calp.symbol, {**values, cal.m_ffp: sympy.Integer(0)}, lib)
+    expected = passes * (4 * 1024 * 32 * 3 * 14336 / 2 * 2) / 8e12
+    assert float(with_it - without) == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_plain_mlp_and_shared_experts_count_their_activations():
+    """GPT-2's MLP is plain (c_fc, gelu, c_proj): its activation reads one 3,072-wide input and writes one, 12 layers.
+    DeepSeek-V3's activations are its 3 dense layers' (18,432 wide) and its 58 MoE layers' one shared expert (2,048
+    wide), each gated; the routed experts' belong to the MoE kernel (facts: openai-community/gpt2 and
+    deepseek-ai/DeepSeek-V3 config.json)."""
+    from derive.core.evaluation import evaluate
+
+    for model, expected in (("gpt2", 12 * 2 * 3072), ("deepseek-v3", 3 * 3 * 18432 + 58 * 3 * 2048)):
+        values, lib = _prompt_inputs(model, "h100", "bf16", 1, 128, 1)
+        assert evaluate(cal.v_act.symbol, dict(values), lib) == expected, model
+
+
+def test_a_prompt_pass_adds_a_fixed_time_for_each_layer_that_normalizes_q_and_k():
+    """Qwen3 8B normalizes each head's q and k in all 36 layers; Llama 3 8B in none (facts: Qwen/Qwen3-8B and
+    meta-llama/Meta-Llama-3-8B config.json, transformers' Qwen3Attention). The fixed time is aiconfigurator 0.12's
+    context attention op's with the norms less without: 26.0 to 26.5 us on every system and shape
+    (benchmarks/data/aiconfigurator-0.12-qknorm.json). A decode step has none, nor a model without the norms."""
+    from derive.core.evaluation import evaluate
+
+    for model, layers, normed in (("qwen3-8b", 36, 36), ("llama3-8b", 32, 0)):
+        values, lib = _prompt_inputs(model, "h100", "bf16", 1, 128, 1)
+        assert evaluate(cal.L_qn.symbol, dict(values), lib) == normed, model
+        t_qn = float(values[cal.t_qn])
+        assert 26.0e-6 <= t_qn <= 26.5e-6
+        fixed = float(evaluate(cal.t_fixp.symbol, dict(values), lib))
+        assert fixed == pytest.approx(layers * float(values[cal.t_Lp]) + normed * t_qn, rel=1e-12)
+        without = evaluate(cal.t_cal.symbol, {**values, cal.t_qn: sympy.Integer(0)}, lib)
+        assert evaluate(cal.t_cal.symbol, dict(values), lib) == without

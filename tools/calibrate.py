@@ -101,7 +101,10 @@ BORROWED_NOTE = (
 
 # The all-reduce's constants, fitted to aiconfigurator's all-reduce tables (fit_allreduce): held, and a prompt pass
 # takes the faster of two kernels (not a sum of coefficient times term), so the end-to-end fit adds their time whole.
+# So is the q/k norms' fixed time, aiconfigurator's attention op's (qk_norm_times): only the MoE training model
+# has such norms, where the MoE layer's fixed time could not be told from it.
 ALLREDUCE_SYMBOLS = (*cal.ONE_SHOT, *cal.LARGE_MESSAGE)
+HELD_TIMES = (*ALLREDUCE_SYMBOLS, cal.t_qn)
 
 
 def _unit(j: int | None) -> dict[str, float]:
@@ -113,10 +116,10 @@ def _unit(j: int | None) -> dict[str, float]:
 
 
 def design(
-    groups: list[profiled.Group], allreduce: dict[str, float]
+    groups: list[profiled.Group], held: dict[str, float]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Basis matrix (rows: TTFT then TPOT of every point; columns: FITTED), targets, row weights, and the all-reduces'
-    time at their `allreduce` values (by key): the all-reduce's columns are zero.
+    """Basis matrix (rows: TTFT then TPOT of every point; columns: FITTED), targets, row weights, and the held terms'
+    time at their `held` values (by key: the all-reduces and the q/k norms, HELD_TIMES), whose columns are zero.
 
     Each model weighs the same in the fit however many of its points fit in memory.
     """
@@ -126,16 +129,13 @@ def design(
         for output in ("ttft", "tpot"):
             zero = np.zeros(rows // 2)
             basis = np.stack(
-                [
-                    zero if FITTED[j] in ALLREDUCE_SYMBOLS else group.predict(output, _unit(j))
-                    for j in range(len(FITTED))
-                ],
+                [zero if FITTED[j] in HELD_TIMES else group.predict(output, _unit(j)) for j in range(len(FITTED))],
                 axis=1,
             )
             blocks.append(basis)
             targets.append(group.columns[output])
             weights.append(np.full(len(basis), 1 / np.sqrt(rows)))
-            offsets.append(group.predict(output, _unit(None) | allreduce))
+            offsets.append(group.predict(output, _unit(None) | held))
     return np.concatenate(blocks), np.concatenate(targets), np.concatenate(weights), np.concatenate(offsets)
 
 
@@ -506,6 +506,23 @@ def allreduce_values(allreduces: dict[str, dict[str, Any]], gpu: str) -> dict[Sy
     return {s: float(fitted[s.key]) for s in (*cal.ONE_SHOT, *cal.LARGE_MESSAGE)}
 
 
+QK_NORM = profiled.DATA / "aiconfigurator-0.12-qknorm.json"
+
+
+def qk_norm_times() -> dict[str, float]:
+    """Per accelerator, the seconds aiconfigurator's context attention op adds a layer for q and k norms: the median
+    over its rows (tools/aiconfigurator_qknorm.py; 26.0 to 26.5 microseconds on every system and shape, and none in
+    its generation op)."""
+    rows = json.loads(QK_NORM.read_text())["points"]
+    out = {}
+    for system, gpu in profiled.SYSTEMS.items():
+        added = [r["ms_qk_norm"] - r["ms"] for r in rows if r["system"] == system and r["phase"] == "context"]
+        if added:
+            out[gpu] = float(f"{np.median(added) / 1e3:.6g}")
+    print(f"q/k norms a layer (s): {json.dumps(out)}")
+    return out
+
+
 def errors(groups: list[profiled.Group], values: dict[str, float]) -> dict[str, dict[str, float]]:
     """Median and 90th-percentile |relative error| of TTFT and TPOT over the groups' points."""
     return errors_each([(groups, values)])
@@ -558,7 +575,7 @@ def fit_two_stages(
     kernel = {FITTED.index(s): 1 / v if s in INVERTED else v for s, v in held.items()}
     dense, moe = [g for g in train if not g.moe], [g for g in train if g.moe]
     if dense_values is None:
-        theta = fit(*design(dense, {s.key: held[s] for s in ALLREDUCE_SYMBOLS}), kernel)
+        theta = fit(*design(dense, {s.key: held[s] for s in HELD_TIMES}), kernel)
     else:
         kept = {j: dense_values[s.key] for j, s in enumerate(FITTED) if s.key in dense_values and j not in kernel}
         theta = np.zeros(len(FITTED))
@@ -585,11 +602,13 @@ def fit_precision(
     all_groups: list[profiled.Group],
     kernels: dict[str, dict[str, Any]],
     allreduces: dict[str, dict[str, Any]],
+    qk_norms: dict[str, float],
     kept: dict[str, dict] | None = None,  # type: ignore[type-arg]
     dense: dict[str, dict] | None = None,  # type: ignore[type-arg]
 ) -> dict[str, dict]:  # type: ignore[type-arg]
     """One fit per accelerator of the precision's grid, with its train and test errors, holding the MoE kernel's
-    constants (`kernels`, fit_kernels) and the all-reduce's (`allreduces`, fit_allreduces).
+    constants (`kernels`, fit_kernels), the all-reduce's (`allreduces`, fit_allreduces) and the q/k norms' time
+    (`qk_norms`, qk_norm_times).
 
     `kept` (accelerator -> precision -> fit, as calibration.json holds them) are taken as they are, not refitted;
     `dense` (the same) give the dense terms of the fits that are (fit_two_stages).
@@ -606,7 +625,7 @@ def fit_precision(
         if not train:
             continue  # no tables in this precision (an A100 has no FP8)
         held, origin = kernel_values(kernels, gpu, precision)
-        held |= allreduce_values(allreduces, gpu)
+        held |= allreduce_values(allreduces, gpu) | {cal.t_qn: qk_norms.get(gpu, qk_norms[DEFAULT])}
         theta = fit_two_stages(train, held, dense.get(gpu, {}).get(precision, {}).get("values") if dense else None)
         values = _values(theta)
         moe = [g for g in test if g.moe]
@@ -718,6 +737,7 @@ def main(argv: list[str] | None = None) -> None:
         write_moe_tables(args.moe_tables)
     kernels = fit_kernels(profiled.moe_tables())
     allreduces = fit_allreduces()
+    qk_norms = qk_norm_times()
     old = json.loads(OUT.read_text())["accelerators"] if args.only or args.precisions else {}
     accelerators: dict[str, dict] = {}  # type: ignore[type-arg]
     groups: dict[str, list[profiled.Group]] = {}
@@ -730,7 +750,9 @@ def main(argv: list[str] | None = None) -> None:
         refit = not args.precisions or precision in args.precisions
         kept = {g: f for g, f in old.items() if not (refit and (not args.only or g in args.only))}
         dense = json.loads(OUT.read_text())["accelerators"] if args.keep_dense else None
-        for gpu, fit_ in fit_precision(precision, groups[precision], kernels, allreduces, kept, dense).items():
+        for gpu, fit_ in fit_precision(
+            precision, groups[precision], kernels, allreduces, qk_norms, kept, dense
+        ).items():
             accelerators.setdefault(gpu, {})[precision] = fit_
     command = "python3 tools/calibrate.py"
     for option in ("only", "precisions"):
@@ -754,6 +776,9 @@ def main(argv: list[str] | None = None) -> None:
         "moe_kernels": kernels,
         "allreduce_note": ALLREDUCE_NOTE,
         "allreduces": allreduces,
+        "qk_norm_note": "prefill_qk_norm_time: aiconfigurator 0.12's context attention op with use_qk_norm less "
+        "without, median over benchmarks/data/aiconfigurator-0.12-qknorm.json's rows (tools/aiconfigurator_qknorm.py)",
+        "qk_norms": qk_norms,
         "borrowed": borrowed(accelerators, groups),
     }
     for kind in ("accelerator", "precision"):

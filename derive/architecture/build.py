@@ -191,6 +191,7 @@ def model_formulas(arch: Architecture) -> ModelFormulas:
         parts.append(_count(n.N_head, (0 if arch.tied else V * d) + vectors + transform))
     totals = _totals(parts, moe, syms) + _lookups(arch)
     per_token, costs, kinds = _costs(arch, syms)
+    costs += (_activation_values(arch, syms), _qk_normed_layers(arch, syms))
     if arch.expert_format:
         costs += (_weight_bytes(),)
     if moe is not None:
@@ -472,6 +473,29 @@ def _lookups(arch: Architecture) -> tuple[Formula, ...]:
         _count(n.N_look, sum(table * width for table, width in looked_up), source),
         _count(n.n_g, sum(width for _, width in looked_up), source),
     )
+
+
+def _activation_values(arch: Architecture, syms: _Symbols) -> Formula:
+    """What a token's dense MLP activations (and shared experts') read and write, over the layers that have them."""
+    from formulas import calibrated as cal
+
+    parts = [part for part in (arch.dense_mlp, arch.moe) if part is not None]
+    total = sum((syms.layers(part) * part.activation_values(syms.of(part)) for part in parts), sympy.Integer(0))
+    return Formula(
+        cal.v_act,
+        total,
+        "transformers' MLPs (LlamaMLP: down_proj(act_fn(gate_proj(x)) * up_proj(x))) apply the activation on the "
+        "intermediate; a routed expert's belongs to its MoE kernel.",
+        counts=True,
+    )
+
+
+def _qk_normed_layers(arch: Architecture, syms: _Symbols) -> Formula:
+    """The layers whose mixer normalizes its queries or keys (a kernel of its own in a prompt pass)."""
+    from formulas import calibrated as cal
+
+    normed = sum((syms.layers(m) for m in arch.mixers if m.normalizes_qk()), sympy.Integer(0))
+    return Formula(cal.L_qn, normed, "transformers' Qwen3Attention: q_norm and k_norm, each head, every layer.")
 
 
 def _expert_reads(arch: Architecture, L_e: sympy.Symbol) -> tuple[Formula, ...]:

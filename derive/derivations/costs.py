@@ -367,6 +367,8 @@ _PREFILL_TERMS = (
     "prefill_attention_time",
     "prefill_elementwise_bytes",
     "prefill_elementwise_time",
+    "prefill_mlp_activation_bytes",
+    "prefill_mlp_activation_time",
     "prefill_narrow_expert_time",
     "prefill_routed_expert_time",
 )

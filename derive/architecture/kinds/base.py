@@ -116,6 +116,10 @@ class Kind:
         """Values one layer caches per token of context (K and V, a latent, indexer keys)."""
         return sympy.Integer(0)
 
+    def activation_values(self, s: Resolve) -> sympy.Expr:
+        """Values its dense MLP activation functions read and write per token, one layer (routed experts' apart)."""
+        return sympy.Integer(0)
+
     def span(self) -> Span:
         return FULL
 
@@ -187,6 +191,10 @@ class Kind:
 
     def plain(self) -> bool:
         """Caches every token and attends to all of it, with no indexer."""
+        return False
+
+    def normalizes_qk(self) -> bool:
+        """Normalizes its queries or keys before attending (Qwen3's q_norm and k_norm): kernels of their own."""
         return False
 
     def window_tokens(self) -> int:

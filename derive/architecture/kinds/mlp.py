@@ -39,6 +39,10 @@ class DenseMLP(Kind):
     def norms(self, s: Resolve) -> sympy.Expr:
         return (int(self.sub_norm) + self.scales) * s(n.d_ff)
 
+    def activation_values(self, s: Resolve) -> sympy.Expr:
+        # act(gate)·up reads two d_ff-wide halves and writes one; a plain activation reads one and writes one.
+        return (3 if self.gated else 2) * s(n.d_ff)
+
 
 def read(k: Keys, spec: Spec) -> DenseMLP:
     """intermediate_size wide; gated unless the family entry says not, biased where it says."""

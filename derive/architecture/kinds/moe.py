@@ -77,6 +77,10 @@ class MoE(Kind):
         d, e = n.d.symbol, s(n.E)
         return e * d + (e if self.router_bias else 0) + ((d + e) if self.router_scales else 0)
 
+    def activation_values(self, s: Resolve) -> sympy.Expr:
+        # The shared experts' activations; the routed experts' belong to their MoE kernel (formulas/calibrated.py).
+        return s(n.E_s) * (3 if self.gated else 2) * s(n.d_s) if self.shared else sympy.Integer(0)
+
     def shared_experts(self, s: Resolve) -> sympy.Expr:
         if not self.shared:
             return sympy.Integer(0)
