@@ -35,7 +35,7 @@ FITTED = (
     cal.eta_p,
     cal.eta_a,
     cal.m_ew,
-    cal.m_ffp,
+    cal.m_actp,
     cal.w_0,
     cal.w_0p,
     # The routed experts' MoE kernel, fitted to aiconfigurator's MoE tables (tools/calibrate.py): its passes over the

@@ -146,7 +146,7 @@ t_qn = define(
     r"t_{qn,p}",
     "fixed time a layer's q and k norms add to a prompt pass (their own kernels)",
 )
-m_ffp = define(
+m_actp = define(
     "prefill_mlp_activation_passes",
     "m_actp",
     "",
@@ -761,16 +761,16 @@ prefill_elementwise_bytes = formula(
     "Each unfused pass reads and writes the d-wide activation of every prompt token once.",
 )
 prefill_elementwise_time = formula(t_ewp, X_ewp.symbol / BW.symbol, "Replicated on every accelerator, as at decode.")
-prefill_activation_bytes = formula(
+prefill_mlp_activation_bytes = formula(
     X_actp,
     B.symbol * S_p.symbol * v_act.symbol * b_a.symbol / n.symbol,
     "A gated MLP's activation reads its gate and up halves and writes their product, each d_ff wide (a plain one "
     "reads one and writes one), on every prompt token; tensor parallelism splits the intermediate n ways. At a "
     "prompt pass's many tokens this traffic is of the GEMMs' own order (d_ff/d of a d-wide pass, per token).",
 )
-prefill_activation_time = formula(
+prefill_mlp_activation_time = formula(
     t_actp,
-    m_ffp.symbol * X_actp.symbol / BW.symbol,
+    m_actp.symbol * X_actp.symbol / BW.symbol,
     "m_act,p passes over them, fitted (aiconfigurator prices TensorRT-LLM's act_gate by its bytes).",
 )
 calibrated_ttft = formula(

@@ -613,7 +613,7 @@ layout_prefill_slot_time = formula(
         fused=PREFILL_FUSED,
         wide=(alpha_Ep, eta_Ep, _COPIES_A_RANK),
         together=d_p.symbol,
-        activation_passes=cal.m_ffp,
+        activation_passes=cal.m_actp,
     ),
     "The calibrated prompt pass (formulas/calibrated.py) over one stage's share, as the decode slot.",
 )

@@ -348,10 +348,10 @@ def test_a_prompt_pass_moves_its_mlp_activations_on_their_own_width_by_hand():
 
     values, lib = _prompt_inputs("llama3-8b", "b200", "fp8", 4, 1024, 2)
     assert evaluate(cal.v_act.symbol, dict(values), lib) == 32 * 3 * 14336
-    passes = float(values[cal.m_ffp])
+    passes = float(values[cal.m_actp])
     assert passes > 0
     with_it = evaluate(cal.t_calp.symbol, dict(values), lib)
-    without = evaluate(cal.t_calp.symbol, {**values, cal.m_ffp: sympy.Integer(0)}, lib)
+    without = evaluate(cal.t_calp.symbol, {**values, cal.m_actp: sympy.Integer(0)}, lib)
     expected = passes * (4 * 1024 * 32 * 3 * 14336 / 2 * 2) / 8e12
     assert float(with_it - without) == pytest.approx(expected, rel=1e-9)
 
