@@ -26,6 +26,8 @@ FITTED = (
     cal.t_L,
     cal.t_Lp,
     cal.t_qn,  # held at aiconfigurator's attention op's (tools/calibrate.py)
+    cal.t_sx,  # the MoE kernel tables' fixed time less the end-to-end fit's (tools/calibrate.py)
+    cal.t_sxp,
     # The all-reduce, fitted to aiconfigurator's all-reduce tables (tools/calibrate.py): decode's and the prompt pass's.
     *cal.ONE_SHOT,
     *cal.LARGE_MESSAGE,

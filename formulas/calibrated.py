@@ -154,6 +154,21 @@ m_actp = define(
     "passes of the prompt pass over the values its MLP activation functions read and write (their own width)",
 )
 
+t_sx = define(
+    "shared_expert_fixed_time",
+    "t_sx",
+    "second",
+    r"t_{sx}",
+    "fixed time a MoE layer's shared experts' kernels add in a decode step (a dense MLP's, which t_x,f leaves out)",
+)
+t_sxp = define(
+    "prefill_shared_expert_fixed_time",
+    "t_sxp",
+    "second",
+    r"t_{sx,p}",
+    "the same in the prompt pass",
+)
+
 # Fitted per accelerator and expert format to aiconfigurator's MoE kernel tables (tools/calibrate.py): the routed
 # experts' kernel in the fit's own format (its precision's: bf16, fp8, fp8-block, nvfp4)...
 t_xf = define(
@@ -281,6 +296,7 @@ I_xp4 = define(
 
 # What a model's routed experts run at: the fit's format, or the one its checkpoint ships them in (below, and
 # derive/architecture/build.py for a model that has one).
+L_sx = define("shared_expert_layers", "L_sx", "", r"L_{sx}", "MoE layers that run shared experts beside the routed")
 L_qn = define("qk_normed_layers", "L_qn", "", r"L_{qn}", "layers whose attention normalizes its queries or keys")
 L_x = define("routed_expert_layers", "L_x", "", r"L_{x}", "layers whose routed experts run a MoE kernel")
 E_x = define("routed_experts_per_layer", "E_x", "", r"E_{x}", "routed experts a MoE layer's kernel iterates over")
@@ -599,11 +615,16 @@ def routed_experts(
     return layers * per_layer + both
 
 
+_SHARED_FIXED = (
+    " A MoE layer's routed kernel adds t_x,f to a dense layer's t_L, which already counts a dense MLP's kernels: "
+    "the MoE layer runs them no more. One with shared experts runs them too (TensorRT-LLM's DeepseekV3MoE beside "
+    "its fused MoE), t_sx more: the routed kernel's own fixed time (aiconfigurator's MoE tables) less t_x,f."
+)
 step_fixed_time = formula(
     t_fix,
-    L.symbol * t_L.symbol,
+    L.symbol * t_L.symbol + L_sx.symbol * t_sx.symbol,
     "Each layer launches its kernels and runs its small ones in a time that does not shrink with the batch "
-    "(aiconfigurator's per-op tables at batch 1; Nsight traces of TensorRT-LLM decode).",
+    "(aiconfigurator's per-op tables at batch 1; Nsight traces of TensorRT-LLM decode)." + _SHARED_FIXED,
 )
 decode_allreduce_time = formula(t_ar, _allreduce(B.symbol * tau.symbol, DECODE_LINK), _MEGATRON)
 weight_read_time = formula(
@@ -730,9 +751,10 @@ calibrated_step_time = formula(
 prefill_allreduce_time = formula(t_arp, _allreduce(B.symbol * S_p.symbol, PREFILL_LINK), _MEGATRON)
 prefill_fixed_time = formula(
     t_fixp,
-    L.symbol * t_Lp.symbol + L_qn.symbol * t_qn.symbol,
+    L.symbol * t_Lp.symbol + L_qn.symbol * t_qn.symbol + L_sx.symbol * t_sxp.symbol,
     "Each layer's kernels cost a fixed time in the prompt pass too, and q and k norms more (aiconfigurator 0.12 "
-    "prices them at a fixed time a layer in its context attention op, none at decode; tools/aiconfigurator_qknorm.py).",
+    "prices them at a fixed time a layer in its context attention op, none at decode; tools/aiconfigurator_qknorm.py)."
+    + _SHARED_FIXED,
 )
 prefill_weight_time = formula(
     t_Wp,

@@ -104,7 +104,10 @@ BORROWED_NOTE = (
 # So is the q/k norms' fixed time, aiconfigurator's attention op's (qk_norm_times): only the MoE training model
 # has such norms, where the MoE layer's fixed time could not be told from it.
 ALLREDUCE_SYMBOLS = (*cal.ONE_SHOT, *cal.LARGE_MESSAGE)
-HELD_TIMES = (*ALLREDUCE_SYMBOLS, cal.t_qn)
+SHARED_FIXED = (cal.t_sx, cal.t_sxp)
+# And the shared experts' fixed time, set after the fit from the MoE kernel's (fit_two_stages): no training model has
+# shared experts.
+HELD_TIMES = (*ALLREDUCE_SYMBOLS, cal.t_qn, cal.t_sx, cal.t_sxp)
 
 
 def _unit(j: int | None) -> dict[str, float]:
@@ -586,6 +589,10 @@ def fit_two_stages(
     for symbols in FORMAT_FIXED.values():
         for own, mine in zip(MOE_FIXED, symbols, strict=True):
             theta[FITTED.index(mine)] = max(0.0, theta[FITTED.index(own)] + held[mine] - held[own])
+    # A shared expert runs the dense MLP's kernels the MoE layer's added time leaves out: the kernel table's fixed
+    # time less that added time (the fit's MoE training model has none to fit it on).
+    for shared, own in zip(SHARED_FIXED, MOE_FIXED, strict=True):
+        theta[FITTED.index(shared)] = max(0.0, held[own] - theta[FITTED.index(own)])
     return theta
 
 
@@ -626,6 +633,7 @@ def fit_precision(
             continue  # no tables in this precision (an A100 has no FP8)
         held, origin = kernel_values(kernels, gpu, precision)
         held |= allreduce_values(allreduces, gpu) | {cal.t_qn: qk_norms.get(gpu, qk_norms[DEFAULT])}
+        held |= dict.fromkeys(SHARED_FIXED, 0.0)  # set after the fit (fit_two_stages)
         theta = fit_two_stages(train, held, dense.get(gpu, {}).get(precision, {}).get("values") if dense else None)
         values = _values(theta)
         moe = [g for g in test if g.moe]

@@ -191,7 +191,7 @@ def model_formulas(arch: Architecture) -> ModelFormulas:
         parts.append(_count(n.N_head, (0 if arch.tied else V * d) + vectors + transform))
     totals = _totals(parts, moe, syms) + _lookups(arch)
     per_token, costs, kinds = _costs(arch, syms)
-    costs += (_activation_values(arch, syms), _qk_normed_layers(arch, syms))
+    costs += (_activation_values(arch, syms), _qk_normed_layers(arch, syms), _shared_expert_layers(arch, syms))
     if arch.expert_format:
         costs += (_weight_bytes(),)
     if moe is not None:
@@ -496,6 +496,15 @@ def _qk_normed_layers(arch: Architecture, syms: _Symbols) -> Formula:
 
     normed = sum((syms.layers(m) for m in arch.mixers if m.normalizes_qk()), sympy.Integer(0))
     return Formula(cal.L_qn, normed, "transformers' Qwen3Attention: q_norm and k_norm, each head, every layer.")
+
+
+def _shared_expert_layers(arch: Architecture, syms: _Symbols) -> Formula:
+    """The MoE layers that run shared experts beside the routed ones (their kernels a dense MLP's)."""
+    from formulas import calibrated as cal
+
+    moe = arch.moe
+    layers = syms.layers(moe) if moe is not None and moe.shared else sympy.Integer(0)
+    return Formula(cal.L_sx, layers, "transformers' DeepseekV3MoE: shared_experts, a dense MLP, beside the routed.")
 
 
 def _expert_reads(arch: Architecture, L_e: sympy.Symbol) -> tuple[Formula, ...]:
