@@ -16,8 +16,6 @@ Imports only aiconfigurator and the standard library.
 
 from __future__ import annotations
 
-import argparse
-import importlib.metadata
 import os
 
 import aiconfigurator_common as shared
@@ -43,27 +41,21 @@ def system_rows(system: str, version: str) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=OUT)
-    args = parser.parse_args()
-    shared.quiet()
-    versions = shared.grid_versions()
-    points = [row for system, version in sorted(versions.items()) for row in system_rows(system, version)]
-    out = {
-        "source": "aiconfigurator 0.12.0 CustomAllReduce op (TensorRT-LLM custom all-reduce tables, "
-        "comm/trtllm/<version>/custom_allreduce_perf.parquet, SILICON), via OpShellKit._engine_query",
-        "aiconfigurator_version": importlib.metadata.version("aiconfigurator"),
-        "database_versions": versions,
-        "dtype": "bfloat16 (comm_quant_mode half, as every profiled grid ran)",
-        "meaning": {
-            "values": "values all-reduced (tokens x hidden), each 2 bytes",
-            "ms": "milliseconds of one all-reduce across tp GPUs",
+    shared.record_op_rows(
+        __doc__,
+        OUT,
+        system_rows,
+        {
+            "source": "aiconfigurator 0.12.0 CustomAllReduce op (TensorRT-LLM custom all-reduce tables, "
+            "comm/trtllm/<version>/custom_allreduce_perf.parquet, SILICON), via OpShellKit._engine_query",
+            "dtype": "bfloat16 (comm_quant_mode half, as every profiled grid ran)",
+            "meaning": {
+                "values": "values all-reduced (tokens x hidden), each 2 bytes",
+                "ms": "milliseconds of one all-reduce across tp GPUs",
+            },
+            "generated_by": "tools/aiconfigurator_allreduce.py (in aiconfigurator's own venv)",
         },
-        "generated_by": "tools/aiconfigurator_allreduce.py (in aiconfigurator's own venv)",
-        "points": points,
-    }
-    shared.write_json(out, args.out)
-    print(f"wrote {args.out}: {len(points)} rows")
+    )
 
 
 if __name__ == "__main__":

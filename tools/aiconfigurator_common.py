@@ -2,6 +2,7 @@
 
 - ``database_view``, ``grid_versions``: aiconfigurator's TensorRT-LLM SILICON database for a system, at the
   version each profiled grid ran.
+- ``record_op_rows``: the main() of a tool that records one op's rows for every profiled system.
 - ``quiet``: silence aiconfigurator's logging and warnings.
 - ``sig``: round to significant digits, as the recorded JSON files hold numbers.
 - ``fit_alpha_eta``: relative least squares of derive's collective form ``alpha + bytes/(eta*BW)``.
@@ -14,11 +15,14 @@ Imports only the standard library (aiconfigurator itself stays in the tools that
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
 import statistics
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 # Unquantized: bf16 GEMM/MoE weights+activations, bf16 KV cache, bf16 FMHA, half-precision all-reduce.
 BF16_QUANT = {
@@ -49,6 +53,42 @@ def database_view(system: str, version: str):  # type: ignore[no-untyped-def]
     return get_database_view(
         system, "trtllm", version, allow_missing_data=False, database_mode="SILICON", transfer_policy=None
     )
+
+
+def record_op_rows(
+    doc: str,
+    out: str,
+    system_rows: Callable[[str, str], list[dict]],
+    fields: dict[str, Any],
+    skip_missing: bool = False,
+) -> None:
+    """Parse ``--out`` (default `out`), query `system_rows(system, version)` for every system at the version its
+    profiled grid ran (a system whose database lacks the op is skipped and said, where `skip_missing`), and write the
+    record: `fields` (source, meaning, generated_by, ...) with aiconfigurator's version, the database versions and
+    the points."""
+    import importlib.metadata
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--out", default=out)
+    args = parser.parse_args()
+    quiet()
+    versions = grid_versions()
+    points: list[dict] = []
+    for system, version in sorted(versions.items()):
+        try:
+            points += system_rows(system, version)
+        except Exception as error:
+            if not skip_missing:
+                raise
+            print(f"skipped {system} {version}: {str(error).splitlines()[0]}")
+    record = {
+        **fields,
+        "aiconfigurator_version": importlib.metadata.version("aiconfigurator"),
+        "database_versions": versions,
+        "points": points,
+    }
+    write_json(record, args.out)
+    print(f"wrote {args.out}: {len(points)} rows")
 
 
 def quiet() -> None:

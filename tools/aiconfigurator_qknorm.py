@@ -14,8 +14,6 @@ Imports only aiconfigurator and the standard library.
 
 from __future__ import annotations
 
-import argparse
-import importlib.metadata
 import os
 
 import aiconfigurator_common as shared
@@ -66,35 +64,25 @@ def system_rows(system: str, version: str) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=OUT)
-    args = parser.parse_args()
-    shared.quiet()
-    versions = shared.grid_versions()
-    points = []
-    for system, version in sorted(versions.items()):
-        try:
-            points += system_rows(system, version)
-        except Exception as error:  # a system whose database aiconfigurator no longer serves at this version
-            print(f"skipped {system} {version}: {str(error).splitlines()[0]}")
-    out = {
-        "source": "aiconfigurator 0.12.0 ContextAttention and GenerationAttention ops (attention tables and the "
-        "analytical mem ops they add: QK-norm, RoPE, KV write), SILICON, via OpShellKit._engine_query",
-        "aiconfigurator_version": importlib.metadata.version("aiconfigurator"),
-        "database_versions": versions,
-        "meaning": {
-            "heads": "query heads on one GPU",
-            "kv_heads": "KV heads on one GPU",
-            "batch": "sequences",
-            "tokens": "prompt tokens a sequence (context) or tokens cached (generation)",
-            "ms": "milliseconds of one layer's attention op, use_qk_norm False",
-            "ms_qk_norm": "the same with use_qk_norm True (per-head RMSNorm on q and k, Qwen3)",
+    shared.record_op_rows(
+        __doc__,
+        OUT,
+        system_rows,
+        {
+            "source": "aiconfigurator 0.12.0 ContextAttention and GenerationAttention ops (attention tables and the "
+            "analytical mem ops they add: QK-norm, RoPE, KV write), SILICON, via OpShellKit._engine_query",
+            "meaning": {
+                "heads": "query heads on one GPU",
+                "kv_heads": "KV heads on one GPU",
+                "batch": "sequences",
+                "tokens": "prompt tokens a sequence (context) or tokens cached (generation)",
+                "ms": "milliseconds of one layer's attention op, use_qk_norm False",
+                "ms_qk_norm": "the same with use_qk_norm True (per-head RMSNorm on q and k, Qwen3)",
+            },
+            "generated_by": "tools/aiconfigurator_qknorm.py (in aiconfigurator's own venv)",
         },
-        "generated_by": "tools/aiconfigurator_qknorm.py (in aiconfigurator's own venv)",
-        "points": points,
-    }
-    shared.write_json(out, args.out)
-    print(f"wrote {args.out}: {len(points)} rows")
+        skip_missing=True,
+    )
 
 
 if __name__ == "__main__":
