@@ -154,6 +154,13 @@ m_actp = define(
     "passes of the prompt pass over the values its MLP activation functions read and write (their own width)",
 )
 
+t_la = define(
+    "latent_attention_fixed_time",
+    "t_la",
+    "second",
+    r"t_{la}",
+    "fixed time a decode step's latent-attention (MLA) layer's kernels add beyond a GQA layer's",
+)
 t_sx = define(
     "shared_expert_fixed_time",
     "t_sx",
@@ -296,6 +303,7 @@ I_xp4 = define(
 
 # What a model's routed experts run at: the fit's format, or the one its checkpoint ships them in (below, and
 # derive/architecture/build.py for a model that has one).
+L_la = define("latent_attention_layers", "L_la", "", r"L_{la}", "layers whose attention caches a latent (MLA)")
 L_sx = define("shared_expert_layers", "L_sx", "", r"L_{sx}", "MoE layers that run shared experts beside the routed")
 L_qn = define("qk_normed_layers", "L_qn", "", r"L_{qn}", "layers whose attention normalizes its queries or keys")
 L_x = define("routed_expert_layers", "L_x", "", r"L_{x}", "layers whose routed experts run a MoE kernel")
@@ -620,11 +628,19 @@ _SHARED_FIXED = (
     "the MoE layer runs them no more. One with shared experts runs them too (TensorRT-LLM's DeepseekV3MoE beside "
     "its fused MoE), t_sx more: the routed kernel's own fixed time (aiconfigurator's MoE tables) less t_x,f."
 )
+_LATENT_FIXED = (
+    " A latent-attention layer runs more kernels than the GQA layers t_L is fitted on (the fused down-projection, "
+    "q's up-projection, the absorbed key and value BMMs, the latent norms): t_la more, aiconfigurator 0.12's MLA block "
+    "less Llama 3 70B's attention kernels at batch 1, each less its weights' streaming "
+    "(tools/aiconfigurator_mla.py)."
+)
 step_fixed_time = formula(
     t_fix,
-    L.symbol * t_L.symbol + L_sx.symbol * t_sx.symbol,
+    L.symbol * t_L.symbol + L_sx.symbol * t_sx.symbol + L_la.symbol * t_la.symbol,
     "Each layer launches its kernels and runs its small ones in a time that does not shrink with the batch "
-    "(aiconfigurator's per-op tables at batch 1; Nsight traces of TensorRT-LLM decode)." + _SHARED_FIXED,
+    "(aiconfigurator's per-op tables at batch 1; Nsight traces of TensorRT-LLM decode)."
+    + _SHARED_FIXED
+    + _LATENT_FIXED,
 )
 decode_allreduce_time = formula(t_ar, _allreduce(B.symbol * tau.symbol, DECODE_LINK), _MEGATRON)
 weight_read_time = formula(

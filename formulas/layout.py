@@ -542,7 +542,7 @@ layout_slot_time = formula(
     _calibrated_slot(
         tokens=B.symbol * tau_v.symbol,
         activations=X_r,
-        fixed=L.symbol * cal.t_L.symbol + cal.L_sx.symbol * cal.t_sx.symbol,
+        fixed=L.symbol * cal.t_L.symbol + cal.L_sx.symbol * cal.t_sx.symbol + cal.L_la.symbol * cal.t_la.symbol,
         link=cal.DECODE_LINK,
         narrow=cal.w_0,
         routed=cal.W_x,

@@ -410,3 +410,28 @@ def test_shared_experts_add_the_dense_mlp_kernels_the_moe_layer_time_leaves_out(
             with_it = evaluate(fixed.symbol, dict(values), lib)
             without = evaluate(fixed.symbol, {**values, added: sympy.Integer(0)}, lib)
             assert float(with_it - without) == pytest.approx(shared * float(values[added]), rel=1e-12, abs=1e-15)
+
+
+def test_a_latent_attention_layer_adds_its_extra_kernels_to_a_decode_step():
+    """DeepSeek-V3's 61 layers all cache a latent (MLA); Llama 3 70B's none (facts: deepseek-ai/DeepSeek-V3 and
+    meta-llama/Meta-Llama-3-70B config.json). t_la is aiconfigurator's MLA block less Llama 3 70B's attention kernels
+    at batch 1, each less its weights streamed at the fit's share: by hand from benchmarks/data/aiconfigurator-0.12-
+    mla.json's H200 rows. A prompt pass is unchanged."""
+    from derive.core.evaluation import evaluate
+
+    rows = json.loads((Path(__file__).parent.parent / "benchmarks/data/aiconfigurator-0.12-mla.json").read_text())
+    for model, latent in (("deepseek-v3", 61), ("llama3-70b", 0)):
+        values, lib = _prompt_inputs(model, "h200", "fp8-block", 1, 128, 8)
+        assert evaluate(cal.L_la.symbol, dict(values), lib) == latent, model
+        bandwidth = 4.8e12 * float(values[cal.eta_w])  # H200: 4.8 TB/s (formulas/gpus.toml)
+        added = sorted(
+            (r["mla_ms"] - r["gqa_ms"]) / 1e3 - (r["mla_weight_bytes"] - r["gqa_weight_bytes"]) / bandwidth
+            for r in rows["points"]
+            if r["system"] == "h200_sxm"
+        )
+        assert float(values[cal.t_la]) == pytest.approx((added[1] + added[2]) / 2, rel=1e-4)
+        step = evaluate(cal.t_fix.symbol, dict(values), lib)
+        without = evaluate(cal.t_fix.symbol, {**values, cal.t_la: sympy.Integer(0)}, lib)
+        assert float(step - without) == pytest.approx(latent * float(values[cal.t_la]), rel=1e-12, abs=1e-15)
+        prompt = evaluate(cal.t_fixp.symbol, dict(values), lib)
+        assert prompt == evaluate(cal.t_fixp.symbol, {**values, cal.t_la: sympy.Integer(0)}, lib)

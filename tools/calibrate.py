@@ -107,7 +107,9 @@ ALLREDUCE_SYMBOLS = (*cal.ONE_SHOT, *cal.LARGE_MESSAGE)
 SHARED_FIXED = (cal.t_sx, cal.t_sxp)
 # And the shared experts' fixed time, set after the fit from the MoE kernel's (fit_two_stages): no training model has
 # shared experts.
-HELD_TIMES = (*ALLREDUCE_SYMBOLS, cal.t_qn, cal.t_sx, cal.t_sxp)
+# So is the latent attention's fixed time (latent_attention_time), from aiconfigurator's MLA block at the fit's
+# weight-streaming share.
+HELD_TIMES = (*ALLREDUCE_SYMBOLS, cal.t_qn, cal.t_sx, cal.t_sxp, cal.t_la)
 
 
 def _unit(j: int | None) -> dict[str, float]:
@@ -526,6 +528,30 @@ def qk_norm_times() -> dict[str, float]:
     return out
 
 
+MLA = profiled.DATA / "aiconfigurator-0.12-mla.json"
+
+
+def latent_attention_rows() -> dict[str, list[dict[str, Any]]]:
+    """aiconfigurator's MLA block and GQA attention rows (tools/aiconfigurator_mla.py), by accelerator."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in json.loads(MLA.read_text())["points"]:
+        out.setdefault(profiled.SYSTEMS[row["system"]], []).append(row)
+    return out
+
+
+def latent_attention_time(rows: dict[str, list[dict[str, Any]]], gpu: str, stream_share: float) -> float:
+    """Seconds a decode step's latent-attention layer adds beyond a GQA layer's: the median over tp of
+    aiconfigurator's MLA block less Llama 3 70B's attention kernels, each less its weights streamed at the fit's
+    share of the bandwidth (the default accelerator's rows, at its bandwidth, where `gpu` has none); at least zero."""
+    source = gpu if gpu in rows else DEFAULT
+    bandwidth = float(load_gpu(source).bandwidth) * stream_share
+    added = [
+        (r["mla_ms"] - r["gqa_ms"]) / 1e3 - (r["mla_weight_bytes"] - r["gqa_weight_bytes"]) / bandwidth
+        for r in rows[source]
+    ]
+    return max(0.0, float(f"{np.median(added):.6g}"))
+
+
 def errors(groups: list[profiled.Group], values: dict[str, float]) -> dict[str, dict[str, float]]:
     """Median and 90th-percentile |relative error| of TTFT and TPOT over the groups' points."""
     return errors_each([(groups, values)])
@@ -610,12 +636,13 @@ def fit_precision(
     kernels: dict[str, dict[str, Any]],
     allreduces: dict[str, dict[str, Any]],
     qk_norms: dict[str, float],
+    latent: dict[str, list[dict[str, Any]]],
     kept: dict[str, dict] | None = None,  # type: ignore[type-arg]
     dense: dict[str, dict] | None = None,  # type: ignore[type-arg]
 ) -> dict[str, dict]:  # type: ignore[type-arg]
     """One fit per accelerator of the precision's grid, with its train and test errors, holding the MoE kernel's
     constants (`kernels`, fit_kernels), the all-reduce's (`allreduces`, fit_allreduces) and the q/k norms' time
-    (`qk_norms`, qk_norm_times).
+    (`qk_norms`, qk_norm_times), and sets the latent attention's from `latent` (latent_attention_rows).
 
     `kept` (accelerator -> precision -> fit, as calibration.json holds them) are taken as they are, not refitted;
     `dense` (the same) give the dense terms of the fits that are (fit_two_stages).
@@ -633,9 +660,10 @@ def fit_precision(
             continue  # no tables in this precision (an A100 has no FP8)
         held, origin = kernel_values(kernels, gpu, precision)
         held |= allreduce_values(allreduces, gpu) | {cal.t_qn: qk_norms.get(gpu, qk_norms[DEFAULT])}
-        held |= dict.fromkeys(SHARED_FIXED, 0.0)  # set after the fit (fit_two_stages)
+        held |= dict.fromkeys((*SHARED_FIXED, cal.t_la), 0.0)  # set after the fit
         theta = fit_two_stages(train, held, dense.get(gpu, {}).get(precision, {}).get("values") if dense else None)
         values = _values(theta)
+        values[cal.t_la.key] = latent_attention_time(latent, gpu, values[cal.eta_w.key])
         moe = [g for g in test if g.moe]
         fits[gpu] = {
             "system": system,
@@ -746,6 +774,7 @@ def main(argv: list[str] | None = None) -> None:
     kernels = fit_kernels(profiled.moe_tables())
     allreduces = fit_allreduces()
     qk_norms = qk_norm_times()
+    latent = latent_attention_rows()
     old = json.loads(OUT.read_text())["accelerators"] if args.only or args.precisions else {}
     accelerators: dict[str, dict] = {}  # type: ignore[type-arg]
     groups: dict[str, list[profiled.Group]] = {}
@@ -759,7 +788,7 @@ def main(argv: list[str] | None = None) -> None:
         kept = {g: f for g, f in old.items() if not (refit and (not args.only or g in args.only))}
         dense = json.loads(OUT.read_text())["accelerators"] if args.keep_dense else None
         for gpu, fit_ in fit_precision(
-            precision, groups[precision], kernels, allreduces, qk_norms, kept, dense
+            precision, groups[precision], kernels, allreduces, qk_norms, latent, kept, dense
         ).items():
             accelerators.setdefault(gpu, {})[precision] = fit_
     command = "python3 tools/calibrate.py"

@@ -191,7 +191,12 @@ def model_formulas(arch: Architecture) -> ModelFormulas:
         parts.append(_count(n.N_head, (0 if arch.tied else V * d) + vectors + transform))
     totals = _totals(parts, moe, syms) + _lookups(arch)
     per_token, costs, kinds = _costs(arch, syms)
-    costs += (_activation_values(arch, syms), _qk_normed_layers(arch, syms), _shared_expert_layers(arch, syms))
+    costs += (
+        _activation_values(arch, syms),
+        _qk_normed_layers(arch, syms),
+        _shared_expert_layers(arch, syms),
+        _latent_layers(arch, syms),
+    )
     if arch.expert_format:
         costs += (_weight_bytes(),)
     if moe is not None:
@@ -496,6 +501,14 @@ def _qk_normed_layers(arch: Architecture, syms: _Symbols) -> Formula:
 
     normed = sum((syms.layers(m) for m in arch.mixers if m.normalizes_qk()), sympy.Integer(0))
     return Formula(cal.L_qn, normed, "transformers' Qwen3Attention: q_norm and k_norm, each head, every layer.")
+
+
+def _latent_layers(arch: Architecture, syms: _Symbols) -> Formula:
+    """The layers whose attention caches a latent (MLA): more kernels a decode step than a GQA layer's."""
+    from formulas import calibrated as cal
+
+    latent = sum((syms.layers(m) for m in arch.mixers if m.latent), sympy.Integer(0))
+    return Formula(cal.L_la, latent, "transformers' DeepseekV3Attention: q_a/q_b, kv_a_proj_with_mqa, kv_b, o_proj.")
 
 
 def _shared_expert_layers(arch: Architecture, syms: _Symbols) -> Formula:
