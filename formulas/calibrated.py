@@ -7,7 +7,9 @@ below peak bandwidth; GEMMs and attention kernels run below peak FLOP/s; a mixtu
 routed experts run a MoE kernel of their own (a fixed time a MoE layer, passes over the routed
 activations, its own shares of the peaks in the format the experts are stored in); unfused
 elementwise passes move activations that tensor parallelism does not split, and a prompt pass's MLP
-activations, on their own width, those it does; layers that normalize q and k add a fixed time. Every
+activations, on their own width, those it does; layers that normalize q and k add a fixed time to a prompt pass,
+dense MLPs beside routed experts (shared experts) their kernels' fixed time, and latent attention (MLA) its extra
+kernels' to a decode step. Every
 efficiency is at most 1 and every added time at least 0, so the estimate is never below
 the floor. The fitted values per accelerator are in formulas/calibration.json
 (tools/calibrate.py).

@@ -542,7 +542,7 @@ layout_slot_time = formula(
     _calibrated_slot(
         tokens=B.symbol * tau_v.symbol,
         activations=X_r,
-        fixed=L.symbol * cal.t_L.symbol + cal.L_sx.symbol * cal.t_sx.symbol + cal.L_la.symbol * cal.t_la.symbol,
+        fixed=cal.step_fixed_time.expr,
         link=cal.DECODE_LINK,
         narrow=cal.w_0,
         routed=cal.W_x,
@@ -603,7 +603,7 @@ layout_prefill_slot_time = formula(
     _calibrated_slot(
         tokens=B.symbol * S_p.symbol,
         activations=X_p,
-        fixed=L.symbol * cal.t_Lp.symbol + cal.L_qn.symbol * cal.t_qn.symbol + cal.L_sx.symbol * cal.t_sxp.symbol,
+        fixed=cal.prefill_fixed_time.expr,
         link=cal.PREFILL_LINK,
         narrow=cal.w_0p,
         routed=cal.W_xp,

@@ -379,6 +379,12 @@ def test_a_prompt_pass_adds_a_fixed_time_for_each_layer_that_normalizes_q_and_k(
         values, lib = _prompt_inputs(model, "h100", "bf16", 1, 128, 1)
         assert evaluate(cal.L_qn.symbol, dict(values), lib) == normed, model
         t_qn = float(values[cal.t_qn])
+        data = Path(__file__).parent.parent / "benchmarks" / "data"
+        rows = json.loads((data / "aiconfigurator-0.12-qknorm.json").read_text())
+        added = [
+            r["ms_qk_norm"] - r["ms"] for r in rows["points"] if r["system"] == "h100_sxm" and r["phase"] == "context"
+        ]
+        assert t_qn == pytest.approx(float(np.median(added)) / 1e3, rel=1e-4)
         assert 26.0e-6 <= t_qn <= 26.5e-6
         fixed = float(evaluate(cal.t_fixp.symbol, dict(values), lib))
         assert fixed == pytest.approx(layers * float(values[cal.t_Lp]) + normed * t_qn, rel=1e-12)
@@ -435,3 +441,30 @@ def test_a_latent_attention_layer_adds_its_extra_kernels_to_a_decode_step():
         assert float(step - without) == pytest.approx(latent * float(values[cal.t_la]), rel=1e-12, abs=1e-15)
         prompt = evaluate(cal.t_fixp.symbol, dict(values), lib)
         assert prompt == evaluate(cal.t_fixp.symbol, {**values, cal.t_la: sympy.Integer(0)}, lib)
+
+
+def test_every_layer_kind_counts_its_activations_norms_latents_and_dense_mlps_beside_experts():
+    """Counted by hand from each config (tests/data/families, transformers' modeling files):
+    - LongCat-Flash: 28 layers, each two MLA attentions and two 12,288-wide gated MLPs beside its MoE block: 28·2·3·
+      12,288 activation values, 56 latent attentions, 56 dense MLPs beside experts.
+    - Llama 3.2 90B Vision: 100 layers with a 28,672-wide gated MLP; its 20 cross-attention layers normalize q and k.
+    - Zamba2 7B: the shared block's 14,336-wide gated MLP on each of its hybrid layers.
+    - Gemma 4 26B-A4B: every one of its 30 layers normalizes q and k and runs a dense MLP beside its experts."""
+    from derive.catalog import load_config_path, load_model
+    from derive.core.evaluation import evaluate
+    from derive.sweeps import predictor_inputs
+
+    families = Path(__file__).parent / "data" / "families"
+    zamba = json.loads((families / "zamba2" / "Zyphra__Zamba2-7B.json").read_text())
+    hybrid = zamba["layers_block_type"].count("hybrid")
+    cases = (
+        (families / "longcat_flash" / "meituan-longcat__LongCat-Flash-Chat.json", (28 * 2 * 3 * 12288, 0, 56, 56)),
+        (families / "mllama" / "meta-llama__Llama-3.2-90B-Vision-Instruct.json", (100 * 3 * 28672, 20, 0, 0)),
+        (families / "zamba2" / "Zyphra__Zamba2-7B.json", (hybrid * 3 * 14336, 0, 0, 0)),
+        ("gemma4-26b-a4b", (None, 30, 0, 30)),
+    )
+    for source, expected in cases:
+        model = load_model(source) if isinstance(source, str) else load_config_path(source)
+        values, lib = predictor_inputs(model, load_gpu("h100"), "bf16")
+        got = tuple(evaluate(q.symbol, dict(values), lib) for q in (cal.v_act, cal.L_qn, cal.L_la, cal.L_sx))
+        assert all(e is None or g == e for g, e in zip(got, expected, strict=True)), (source, got)

@@ -154,7 +154,9 @@ def test_shares_sum_to_the_totals(model_name, pick, batch):
 # The layout predictor is the single-node predictor when there is one stage and one rank.
 
 
-@pytest.mark.parametrize("model_name", ["llama3-70b", "qwen3-8b", "mixtral-8x7b", "qwen3-30b-a3b"])
+@pytest.mark.parametrize(
+    "model_name", ["llama3-70b", "qwen3-8b", "mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "gemma4-26b-a4b"]
+)
 @pytest.mark.parametrize("tp", [1, 2, 4])
 def test_layout_step_is_the_calibrated_step_on_one_rank(model_name, tp):
     values, lib = values_at(model_name, Layout(tp), batch=16, context=2048)

@@ -99,17 +99,16 @@ BORROWED_NOTE = (
 )
 
 
-# The all-reduce's constants, fitted to aiconfigurator's all-reduce tables (fit_allreduce): held, and a prompt pass
-# takes the faster of two kernels (not a sum of coefficient times term), so the end-to-end fit adds their time whole.
-# So is the q/k norms' fixed time, aiconfigurator's attention op's (qk_norm_times): only the MoE training model
-# has such norms, where the MoE layer's fixed time could not be told from it.
+# Terms the end-to-end fit holds (their columns zero, their time added whole):
+# - the all-reduce's constants, fitted to aiconfigurator's all-reduce tables (fit_allreduce); a prompt pass takes the
+#   faster of two kernels, not a sum of coefficient times term;
+# - the q/k norms' fixed time, aiconfigurator's attention op's (qk_norm_times): only the MoE training model has such
+#   norms, where the MoE layer's fixed time could not be told from it;
+# - the fixed time of the dense MLPs beside the routed experts, set after the fit from the MoE kernel's
+#   (fit_two_stages), and the latent attention's (latent_attention_time): no training model has either.
 ALLREDUCE_SYMBOLS = (*cal.ONE_SHOT, *cal.LARGE_MESSAGE)
 SHARED_FIXED = (cal.t_sx, cal.t_sxp)
-# And the shared experts' fixed time, set after the fit from the MoE kernel's (fit_two_stages): no training model has
-# shared experts.
-# So is the latent attention's fixed time (latent_attention_time), from aiconfigurator's MLA block at the fit's
-# weight-streaming share.
-HELD_TIMES = (*ALLREDUCE_SYMBOLS, cal.t_qn, cal.t_sx, cal.t_sxp, cal.t_la)
+HELD_TIMES = (*ALLREDUCE_SYMBOLS, cal.t_qn, *SHARED_FIXED, cal.t_la)
 
 
 def _unit(j: int | None) -> dict[str, float]:

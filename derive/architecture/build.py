@@ -194,7 +194,7 @@ def model_formulas(arch: Architecture) -> ModelFormulas:
     costs += (
         _activation_values(arch, syms),
         _qk_normed_layers(arch, syms),
-        _shared_expert_layers(arch, syms),
+        _shared_expert_layers(arch),
         _latent_layers(arch, syms),
     )
     if arch.expert_format:
@@ -484,7 +484,7 @@ def _activation_values(arch: Architecture, syms: _Symbols) -> Formula:
     """What a token's dense MLP activations (and shared experts') read and write, over the layers that have them."""
     from formulas import calibrated as cal
 
-    parts = [part for part in (arch.dense_mlp, arch.moe) if part is not None]
+    parts = [*arch.mixers, *(part for part in (arch.dense_mlp, arch.moe) if part is not None)]
     total = sum((syms.layers(part) * part.activation_values(syms.of(part)) for part in parts), sympy.Integer(0))
     return Formula(
         cal.v_act,
@@ -496,28 +496,37 @@ def _activation_values(arch: Architecture, syms: _Symbols) -> Formula:
 
 
 def _qk_normed_layers(arch: Architecture, syms: _Symbols) -> Formula:
-    """The layers whose mixer normalizes its queries or keys (a kernel of its own in a prompt pass)."""
+    """The attentions, over the layers, that normalize their queries or keys (own kernels in a prompt pass)."""
     from formulas import calibrated as cal
 
-    normed = sum((syms.layers(m) for m in arch.mixers if m.normalizes_qk()), sympy.Integer(0))
+    normed = sum((syms.layers(m) * m.qk_normed() for m in arch.mixers), sympy.Integer(0))
     return Formula(cal.L_qn, normed, "transformers' Qwen3Attention: q_norm and k_norm, each head, every layer.")
 
 
 def _latent_layers(arch: Architecture, syms: _Symbols) -> Formula:
-    """The layers whose attention caches a latent (MLA): more kernels a decode step than a GQA layer's."""
+    """The attentions, over the layers, that cache a latent (MLA): more kernels a decode step than a GQA one's."""
     from formulas import calibrated as cal
 
-    latent = sum((syms.layers(m) for m in arch.mixers if m.latent), sympy.Integer(0))
+    latent = sum((syms.layers(m) * m.latent_attentions() for m in arch.mixers), sympy.Integer(0))
     return Formula(cal.L_la, latent, "transformers' DeepseekV3Attention: q_a/q_b, kv_a_proj_with_mqa, kv_b, o_proj.")
 
 
-def _shared_expert_layers(arch: Architecture, syms: _Symbols) -> Formula:
-    """The MoE layers that run shared experts beside the routed ones (their kernels a dense MLP's)."""
+def _shared_expert_layers(arch: Architecture) -> Formula:
+    """The dense MLPs, over the MoE layers, that run beside the routed experts: shared experts, and a layer's own
+    dense MLP where it has one beside its MoE block (Gemma 4, LongCat-Flash)."""
     from formulas import calibrated as cal
 
-    moe = arch.moe
-    layers = syms.layers(moe) if moe is not None and moe.shared else sympy.Integer(0)
-    return Formula(cal.L_sx, layers, "transformers' DeepseekV3MoE: shared_experts, a dense MLP, beside the routed.")
+    beside = sum(
+        g.count * (g.moe.dense_mlps() + (g.mlp.dense_mlps() if g.mlp is not None else 0))
+        for g in arch.groups
+        if g.moe is not None
+    )
+    return Formula(
+        cal.L_sx,
+        sympy.Integer(beside),
+        "transformers' DeepseekV3MoE: shared_experts, a dense MLP, beside the routed; Gemma4TextDecoderLayer: its mlp "
+        "beside its experts.",
+    )
 
 
 def _expert_reads(arch: Architecture, L_e: sympy.Symbol) -> tuple[Formula, ...]:

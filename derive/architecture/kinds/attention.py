@@ -90,8 +90,8 @@ class Attention(Kind):
         total = (2 * widths if self.qk_norm_bias else widths) + self.head_vectors * dh + self.head_scales * nh * dh
         return total + (nh * self._value_width(s) if self.sub_norm else 0)
 
-    def normalizes_qk(self) -> bool:
-        return bool(self.qk_norm)
+    def qk_normed(self) -> int:
+        return int(bool(self.qk_norm))
 
     def cached_values(self, s: Resolve) -> sympy.Expr:
         # Gemma 4's k_eq_v layers still cache a value: the raw key, normed without RoPE (modeling_gemma4).

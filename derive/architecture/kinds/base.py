@@ -193,9 +193,17 @@ class Kind:
         """Caches every token and attends to all of it, with no indexer."""
         return False
 
-    def normalizes_qk(self) -> bool:
-        """Normalizes its queries or keys before attending (Qwen3's q_norm and k_norm): kernels of their own."""
-        return False
+    def qk_normed(self) -> int:
+        """Attentions of the part that normalize their queries or keys (Qwen3's q_norm, k_norm): their own kernels."""
+        return 0
+
+    def latent_attentions(self) -> int:
+        """Attentions of the part that cache a latent (MLA): more kernels a decode step than a GQA attention's."""
+        return int(self.latent)
+
+    def dense_mlps(self) -> int:
+        """Dense MLPs the part runs (a MoE block's shared experts run as one)."""
+        return 0
 
     def window_tokens(self) -> int:
         """The window or chunk that caps its span (0: none)."""

@@ -39,6 +39,9 @@ class CrossAttention(Kind):
     def shapes(self) -> dict[Sym, int]:
         return {n.n_h: self.heads, n.n_kv: self.kv_heads, n.d_h: self.head_dim}
 
+    def qk_normed(self) -> int:
+        return 1  # q_norm and k_norm, always
+
     def weights(self, s: Resolve) -> sympy.Expr:
         d, q, kv = n.d.symbol, s(n.n_h) * s(n.d_h), s(n.n_kv) * s(n.d_h)
         return 2 * d * q + 2 * d * kv + 2  # q, o, k, v and the two scalar gates

@@ -70,8 +70,8 @@ class SharedKVAttention(Kind):
         q = {"head": s(n.d_h), "layer": s(n.n_h) * s(n.d_h)}.get(qk, sympy.Integer(0))  # the q_norm only
         return (2 * q if self.attention.qk_norm_bias else q) + self.attention.head_vectors * s(n.d_h)
 
-    def normalizes_qk(self) -> bool:
-        return bool(self.attention.qk_norm)
+    def qk_normed(self) -> int:
+        return int(bool(self.attention.qk_norm))
 
     def attention_macs(self, s: Resolve) -> sympy.Expr:
         return self.attention.attention_macs(s)

@@ -39,6 +39,9 @@ class DenseMLP(Kind):
     def norms(self, s: Resolve) -> sympy.Expr:
         return (int(self.sub_norm) + self.scales) * s(n.d_ff)
 
+    def dense_mlps(self) -> int:
+        return 1
+
     def activation_values(self, s: Resolve) -> sympy.Expr:
         # act(gate)·up reads two d_ff-wide halves and writes one; a plain activation reads one and writes one.
         return (3 if self.gated else 2) * s(n.d_ff)

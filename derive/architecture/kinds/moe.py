@@ -77,6 +77,9 @@ class MoE(Kind):
         d, e = n.d.symbol, s(n.E)
         return e * d + (e if self.router_bias else 0) + ((d + e) if self.router_scales else 0)
 
+    def dense_mlps(self) -> int:
+        return 1 if self.shared else 0  # the shared experts, one fused MLP (TensorRT-LLM, vLLM)
+
     def activation_values(self, s: Resolve) -> sympy.Expr:
         # The shared experts' activations; the routed experts' belong to their MoE kernel (formulas/calibrated.py).
         return s(n.E_s) * (3 if self.gated else 2) * s(n.d_s) if self.shared else sympy.Integer(0)

@@ -43,6 +43,9 @@ class Parallel(Kind):
     def norms(self, s: Resolve) -> sympy.Expr:
         return self.attention.norms(s) + self.recurrent.norms(s)
 
+    def qk_normed(self) -> int:
+        return self.attention.qk_normed()
+
     def cached_values(self, s: Resolve) -> sympy.Expr:
         return self.attention.cached_values(s)
 

@@ -53,6 +53,12 @@ class Twin(Kind):
     def norms(self, s: Resolve) -> sympy.Expr:
         return self.copies * self.part.norms(s)
 
+    def qk_normed(self) -> int:
+        return self.copies * self.part.qk_normed()
+
+    def latent_attentions(self) -> int:
+        return self.copies * self.part.latent_attentions()
+
     def cached_values(self, s: Resolve) -> sympy.Expr:
         return self.copies * self.part.cached_values(s)
 

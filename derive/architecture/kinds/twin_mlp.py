@@ -28,6 +28,12 @@ class TwinMLP(DenseMLP):
     def norms(self, s: Resolve) -> sympy.Expr:
         return self.copies * super().norms(s)
 
+    def dense_mlps(self) -> int:
+        return self.copies
+
+    def activation_values(self, s: Resolve) -> sympy.Expr:
+        return self.copies * super().activation_values(s)
+
 
 def read(k: Keys, spec: Spec) -> TwinMLP:
     """The plain MLP's reading (intermediate_size, gated, bias), `copies` times (default 2)."""

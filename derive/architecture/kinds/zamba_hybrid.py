@@ -60,6 +60,9 @@ class ZambaHybrid(Parallel):
     def norms(self, s: Resolve) -> sympy.Expr:
         return self.recurrent.norms(s)
 
+    def activation_values(self, s: Resolve) -> sympy.Expr:
+        return 3 * s(n.d_ff)  # the shared block's gated MLP, run on every hybrid layer
+
     def _block_matmuls(self, s: Resolve) -> sympy.Expr:
         d, nh, nkv, dh, f = n.d.symbol, s(n.n_h), s(n.n_kv), s(n.d_h), s(n.d_ff)
         attention = 2 * d * (nh + 2 * nkv) * dh + nh * dh * d  # q, k, v read 2d; o_proj writes d
