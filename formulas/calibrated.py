@@ -168,7 +168,7 @@ t_sx = define(
     "t_sx",
     "second",
     r"t_{sx}",
-    "fixed time a MoE layer's shared experts' kernels add in a decode step (a dense MLP's, which t_x,f leaves out)",
+    "fixed time a dense MLP beside routed experts (shared experts, a layer's own MLP) adds in a decode step",
 )
 t_sxp = define(
     "prefill_shared_expert_fixed_time",
@@ -306,7 +306,9 @@ I_xp4 = define(
 # What a model's routed experts run at: the fit's format, or the one its checkpoint ships them in (below, and
 # derive/architecture/build.py for a model that has one).
 L_la = define("latent_attention_layers", "L_la", "", r"L_{la}", "layers whose attention caches a latent (MLA)")
-L_sx = define("shared_expert_layers", "L_sx", "", r"L_{sx}", "MoE layers that run shared experts beside the routed")
+L_sx = define(
+    "shared_expert_layers", "L_sx", "", r"L_{sx}", "dense MLPs run beside routed experts, over the MoE layers"
+)
 L_qn = define("qk_normed_layers", "L_qn", "", r"L_{qn}", "layers whose attention normalizes its queries or keys")
 L_x = define("routed_expert_layers", "L_x", "", r"L_{x}", "layers whose routed experts run a MoE kernel")
 E_x = define("routed_experts_per_layer", "E_x", "", r"E_{x}", "routed experts a MoE layer's kernel iterates over")
