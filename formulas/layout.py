@@ -361,12 +361,12 @@ def _calibrated_slot(
     fused: tuple[Sym, Sym, Sym, Sym],
     wide: tuple[Sym, Sym, sympy.Expr],
     together: sympy.Expr = sympy.S.One,
-    activation_passes: Sym | None = None,
+    mlp_activations: sympy.Expr = sympy.S.Zero,
 ) -> sympy.Expr:
     """One stage-slot at the fitted efficiencies, decode or prompt pass alike (the terms of formulas/calibrated.py).
 
-    `fixed` is the pass's fixed time over all layers, a stage taking its 1/p; `activation_passes` (a prompt pass's)
-    prices the MLP activations on their own width. `shares` are one accelerator's weights read, GEMM FLOPs, the
+    `fixed` is the pass's fixed time over all layers, a stage taking its 1/p; `mlp_activations` (a prompt pass's) is
+    the time of the MLP activations on their own width. `shares` are one accelerator's weights read, GEMM FLOPs, the
     GEMMs' efficiency, cache bytes and attention FLOPs; the routed experts' part of them runs the MoE kernel
     (`kernel`, formulas/calibrated.py routed_experts), where the busiest expert rank computes `imbalance` times its
     share of the routed experts' FLOPs and moves as many times its share of the routed activations (and of their
@@ -376,11 +376,6 @@ def _calibrated_slot(
     """
     weights, flops, gemm, cache, attention = shares
     gather_latency, gather_share, scatter_latency, scatter_share = fused
-    mlp_activations = (
-        0
-        if activation_passes is None
-        else activation_passes.symbol * _per(tokens * cal.v_act.symbol * b_a.symbol, n, pp) / BW.symbol
-    )
     tokens = tokens * together
     routed_bytes, routed_flops = _per(routed.symbol, n, dp, pp), _per(tokens * cal.F_x.symbol, n, dp, pp)
     stage = L.symbol / pp.symbol
@@ -613,7 +608,10 @@ layout_prefill_slot_time = formula(
         fused=PREFILL_FUSED,
         wide=(alpha_Ep, eta_Ep, _COPIES_A_RANK),
         together=d_p.symbol,
-        activation_passes=cal.m_actp,
+        # formulas/calibrated.py's own term, a stage's 1/p of its bytes
+        mlp_activations=cal.prefill_mlp_activation_time.expr.xreplace(
+            {cal.X_actp.symbol: cal.prefill_mlp_activation_bytes.expr / pp.symbol}
+        ),
     ),
     "The calibrated prompt pass (formulas/calibrated.py) over one stage's share, as the decode slot.",
 )

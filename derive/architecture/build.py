@@ -495,20 +495,25 @@ def _activation_values(arch: Architecture, syms: _Symbols) -> Formula:
     )
 
 
+def _mixer_count(arch: Architecture, syms: _Symbols, defines: Sym, each: Callable[[Kind], int], source: str) -> Formula:
+    """`each` mixer's count of some attention, over the layers that hold it."""
+    return Formula(defines, sum((syms.layers(m) * each(m) for m in arch.mixers), sympy.Integer(0)), source)
+
+
 def _qk_normed_layers(arch: Architecture, syms: _Symbols) -> Formula:
     """The attentions, over the layers, that normalize their queries or keys (own kernels in a prompt pass)."""
     from formulas import calibrated as cal
 
-    normed = sum((syms.layers(m) * m.qk_normed() for m in arch.mixers), sympy.Integer(0))
-    return Formula(cal.L_qn, normed, "transformers' Qwen3Attention: q_norm and k_norm, each head, every layer.")
+    why = "transformers' Qwen3Attention: q_norm and k_norm, each head, every layer."
+    return _mixer_count(arch, syms, cal.L_qn, lambda m: m.qk_normed(), why)
 
 
 def _latent_layers(arch: Architecture, syms: _Symbols) -> Formula:
     """The attentions, over the layers, that cache a latent (MLA): more kernels a decode step than a GQA one's."""
     from formulas import calibrated as cal
 
-    latent = sum((syms.layers(m) * m.latent_attentions() for m in arch.mixers), sympy.Integer(0))
-    return Formula(cal.L_la, latent, "transformers' DeepseekV3Attention: q_a/q_b, kv_a_proj_with_mqa, kv_b, o_proj.")
+    why = "transformers' DeepseekV3Attention: q_a/q_b, kv_a_proj_with_mqa, kv_b, o_proj."
+    return _mixer_count(arch, syms, cal.L_la, lambda m: m.latent_attentions(), why)
 
 
 def _shared_expert_layers(arch: Architecture) -> Formula:
