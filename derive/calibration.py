@@ -26,8 +26,8 @@ FITTED = (
     cal.t_L,
     cal.t_Lp,
     cal.t_qn,  # held at aiconfigurator's attention op's (tools/calibrate.py)
-    cal.t_sx,  # the MoE kernel tables' fixed time less the end-to-end fit's (tools/calibrate.py)
-    cal.t_sxp,
+    cal.t_mlp,  # the dense MLP's share of t_L, fitted on the MoE training model (tools/calibrate.py)
+    cal.t_mlpp,
     cal.t_la,  # aiconfigurator's MLA block less its GQA attention, each less streaming (tools/calibrate.py)
     # The all-reduce, fitted to aiconfigurator's all-reduce tables (tools/calibrate.py): decode's and the prompt pass's.
     *cal.ONE_SHOT,

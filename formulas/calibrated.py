@@ -163,19 +163,19 @@ t_la = define(
     r"t_{la}",
     "fixed time a decode step's latent-attention (MLA) layer's kernels add beyond a GQA layer's",
 )
-t_sx = define(
-    "shared_expert_fixed_time",
-    "t_sx",
+t_mlp = define(
+    "dense_mlp_fixed_time",
+    "t_mlp",
     "second",
-    r"t_{sx}",
-    "fixed time a dense MLP beside routed experts (shared experts, a layer's own MLP) adds in a decode step",
+    r"t_{mlp}",
+    "fixed time of a dense MLP's kernels in a decode step, part of t_L: a MoE layer runs its routed kernel instead",
 )
-t_sxp = define(
-    "prefill_shared_expert_fixed_time",
-    "t_sxp",
+t_mlpp = define(
+    "prefill_dense_mlp_fixed_time",
+    "t_mlpp",
     "second",
-    r"t_{sx,p}",
-    "the same in the prompt pass",
+    r"t_{mlp,p}",
+    "the same in the prompt pass, part of t_L,p",
 )
 
 # Fitted per accelerator and expert format to aiconfigurator's MoE kernel tables (tools/calibrate.py): the routed
@@ -185,14 +185,14 @@ t_xf = define(
     "t_xf",
     "second",
     r"t_{x,f}",
-    "fixed time a MoE layer's routed-expert kernel adds to a dense layer's in a decode step, fit's own expert format",
+    "fixed time of a MoE layer's routed-expert kernel in a decode step, the fit's own expert format",
 )
 t_xpf = define(
     "prefill_moe_layer_fixed_time",
     "t_xpf",
     "second",
     r"t_{x,p,f}",
-    "fixed time a MoE layer's routed-expert kernel adds to a dense layer's in the prompt pass, fit's own format",
+    "fixed time of a MoE layer's routed-expert kernel in the prompt pass, the fit's own expert format",
 )
 t_xEf = define(
     "moe_expert_fixed_time",
@@ -258,14 +258,14 @@ t_x4 = define(
     "t_x4",
     "second",
     r"t_{x,mx}",
-    "fixed time a MoE layer's routed-expert kernel adds to a dense layer's in a decode step, experts in MXFP4",
+    "fixed time of a MoE layer's routed-expert kernel in a decode step, experts in MXFP4",
 )
 t_xp4 = define(
     "mxfp4_prefill_moe_layer_fixed_time",
     "t_xp4",
     "second",
     r"t_{x,p,mx}",
-    "fixed time a MoE layer's routed-expert kernel adds to a dense layer's in the prompt pass, experts in MXFP4",
+    "fixed time of a MoE layer's routed-expert kernel in the prompt pass, experts in MXFP4",
 )
 t_xE4 = define(
     "mxfp4_moe_expert_fixed_time",
@@ -324,14 +324,14 @@ t_x = define(
     "t_xk",
     "second",
     r"t_{x}",
-    "fixed time a MoE layer's routed-expert kernel adds to a dense layer's in a decode step, in the experts' format",
+    "fixed time of a MoE layer's routed-expert kernel in a decode step, in the experts' format",
 )
 t_xp = define(
     "prefill_routed_layer_fixed_time",
     "t_xpk",
     "second",
     r"t_{x,p}",
-    "fixed time a MoE layer's routed-expert kernel adds to a dense layer's in the prompt pass, in the experts' format",
+    "fixed time of a MoE layer's routed-expert kernel in the prompt pass, in the experts' format",
 )
 t_xE = define(
     "routed_expert_fixed_time",
@@ -627,10 +627,12 @@ def routed_experts(
     return layers * per_layer + both
 
 
-_SHARED_FIXED = (
-    " A MoE layer's routed kernel adds t_x,f to a dense layer's t_L, which already counts a dense MLP's kernels: "
-    "the MoE layer runs them no more. One with shared experts runs them too (TensorRT-LLM's DeepseekV3MoE beside "
-    "its fused MoE), t_sx more: the routed kernel's own fixed time (aiconfigurator's MoE tables) less t_x,f."
+_DENSE_MLP_FIXED = (
+    " t_L is fitted on dense layers, so it counts a dense MLP's kernels, t_mlp of it: a MoE layer runs its routed "
+    "kernel in their place (that kernel's own fixed time, from aiconfigurator's MoE tables, is t_X's), and a dense "
+    "MLP beside the routed experts (DeepSeek's shared experts: TensorRT-LLM's DeepseekV3MoE runs them beside its fused "
+    "MoE) runs them too, so L_sx - L_x layers' worth. t_mlp is fitted on the MoE training model, between 0 and t_L "
+    "(tools/calibrate.py)."
 )
 _LATENT_FIXED = (
     " A latent-attention layer runs more kernels than the GQA layers t_L is fitted on (the fused down-projection, "
@@ -640,10 +642,10 @@ _LATENT_FIXED = (
 )
 step_fixed_time = formula(
     t_fix,
-    L.symbol * t_L.symbol + L_sx.symbol * t_sx.symbol + L_la.symbol * t_la.symbol,
+    L.symbol * t_L.symbol + (L_sx.symbol - L_x.symbol) * t_mlp.symbol + L_la.symbol * t_la.symbol,
     "Each layer launches its kernels and runs its small ones in a time that does not shrink with the batch "
     "(aiconfigurator's per-op tables at batch 1; Nsight traces of TensorRT-LLM decode)."
-    + _SHARED_FIXED
+    + _DENSE_MLP_FIXED
     + _LATENT_FIXED,
 )
 decode_allreduce_time = formula(t_ar, _allreduce(B.symbol * tau.symbol, DECODE_LINK), _MEGATRON)
@@ -714,8 +716,8 @@ _ROUTED = (
     "layer however few tokens and a few passes over the k routed copies of every token's activation, which tensor "
     "parallelism does not split; then they stream the experts the tokens touch and compute their FLOPs at shares of "
     "the peaks that depend on the experts' format (MXFP4's 4-bit weights are dequantised in the kernel); all fitted "
-    "per accelerator and format to aiconfigurator 0.12's MoE tables (tools/calibrate.py), the fixed time less what "
-    "a dense layer's t_L already counts. Zero for a dense model."
+    "per accelerator and format to aiconfigurator 0.12's MoE tables (tools/calibrate.py); the dense MLP kernels it "
+    "runs in place of leave t_fix (t_mlp). Zero for a dense model."
 )
 # The decode step's kernel and the prompt pass's. At a decode step each expert sees a few rows: a tile's few
 # k-steps leave its weight loads and its MMAs too short a pipeline to hide one behind the other, so the two add
@@ -771,10 +773,10 @@ calibrated_step_time = formula(
 prefill_allreduce_time = formula(t_arp, _allreduce(B.symbol * S_p.symbol, PREFILL_LINK), _MEGATRON)
 prefill_fixed_time = formula(
     t_fixp,
-    L.symbol * t_Lp.symbol + L_qn.symbol * t_qn.symbol + L_sx.symbol * t_sxp.symbol,
+    L.symbol * t_Lp.symbol + L_qn.symbol * t_qn.symbol + (L_sx.symbol - L_x.symbol) * t_mlpp.symbol,
     "Each layer's kernels cost a fixed time in the prompt pass too, and q and k norms more (aiconfigurator 0.12 "
     "prices them at a fixed time a layer in its context attention op, none at decode; tools/aiconfigurator_qknorm.py)."
-    + _SHARED_FIXED,
+    + _DENSE_MLP_FIXED,
 )
 prefill_weight_time = formula(
     t_Wp,

@@ -392,30 +392,34 @@ def test_a_prompt_pass_adds_a_fixed_time_for_each_layer_that_normalizes_q_and_k(
         assert evaluate(cal.t_cal.symbol, dict(values), lib) == without
 
 
-def test_shared_experts_add_the_dense_mlp_kernels_the_moe_layer_time_leaves_out():
-    """DeepSeek-V3 runs one shared expert beside the routed ones in each of its 58 MoE layers; Mixtral has none
-    (facts: deepseek-ai/DeepSeek-V3 and mistralai/Mixtral-8x7B-v0.1 config.json). The end-to-end fit's MoE layer time
-    t_x,f is what the routed kernel adds to a dense layer whose t_L already counts a dense MLP's kernels; a shared
-    expert runs those kernels too, so t_sx is the MoE tables' own fixed time less t_x,f (at least zero), decode and
-    prompt pass alike. With t_sx = 0 the step is its old form."""
+def test_a_moe_layer_runs_its_routed_kernel_in_place_of_the_dense_mlp_kernels_a_shared_expert_runs():
+    """DeepSeek-V3 runs one shared expert beside the routed ones in each of its 58 MoE layers; Mixtral has none in its
+    32 (facts: deepseek-ai/DeepSeek-V3 and mistralai/Mixtral-8x7B-v0.1 config.json). t_L is fitted on dense layers, so
+    it counts a dense MLP's kernels, t_mlp of it (at most t_L): a MoE layer runs its routed kernel, at its MoE table's
+    own fixed time, in their place, and a shared expert runs them. So DeepSeek-V3's fixed time is its dense layers'
+    and Mixtral's 32·t_mlp less, decode and prompt pass alike; with t_mlp = 0 the step is t_L's a layer."""
     from derive.core.evaluation import evaluate
 
     data = json.loads((Path(cal.__file__).parent / "calibration.json").read_text())
-    for model, shared in (("deepseek-v3", 58), ("mixtral-8x7b", 0)):
+    fit = data["accelerators"]["h200"]["fp8-block"]
+    own_gpu, own_format = fit["fixed_from_moe_kernels"]["own"].split()
+    kernel = data["moe_kernels"][own_gpu][own_format]["values"]
+    for model, shared, routed in (("deepseek-v3", 58, 58), ("mixtral-8x7b", 0, 32)):
         values, lib = _prompt_inputs(model, "h200", "fp8-block", 1, 128, 8)
         assert evaluate(cal.L_sx.symbol, dict(values), lib) == shared, model
-        fit = data["accelerators"]["h200"]["fp8-block"]
-        own_gpu, own_format = fit["fixed_from_moe_kernels"]["own"].split()
-        kernel = data["moe_kernels"][own_gpu][own_format]["values"]
-        for added, fixed, kernel_key, moe_key in (
-            (cal.t_sx, cal.t_fix, "routed_layer_fixed_time", "moe_layer_fixed_time"),
-            (cal.t_sxp, cal.t_fixp, "prefill_routed_layer_fixed_time", "prefill_moe_layer_fixed_time"),
+        assert evaluate(cal.L_x.symbol, dict(values), lib) == routed, model
+        for mlp, layer, fixed, routed_fixed, kernel_key in (
+            (cal.t_mlp, cal.t_L, cal.t_fix, cal.t_x, "routed_layer_fixed_time"),
+            (cal.t_mlpp, cal.t_Lp, cal.t_fixp, cal.t_xp, "prefill_routed_layer_fixed_time"),
         ):
-            expected = max(0.0, kernel[kernel_key] - fit["values"][moe_key])
-            assert float(values[added]) == pytest.approx(expected, rel=1e-4, abs=1e-10)
+            assert 0 <= float(values[mlp]) <= float(values[layer])
+            own = evaluate(routed_fixed.symbol, dict(values), lib)  # the fit's own format: Mixtral's and DeepSeek's
+            assert float(own) == pytest.approx(kernel[kernel_key], rel=1e-4)
             with_it = evaluate(fixed.symbol, dict(values), lib)
-            without = evaluate(fixed.symbol, {**values, added: sympy.Integer(0)}, lib)
-            assert float(with_it - without) == pytest.approx(shared * float(values[added]), rel=1e-12, abs=1e-15)
+            without = evaluate(fixed.symbol, {**values, mlp: sympy.Integer(0)}, lib)
+            assert float(with_it - without) == pytest.approx(
+                (shared - routed) * float(values[mlp]), rel=1e-12, abs=1e-15
+            )
 
 
 def test_a_latent_attention_layer_adds_its_extra_kernels_to_a_decode_step():

@@ -104,11 +104,11 @@ BORROWED_NOTE = (
 #   faster of two kernels, not a sum of coefficient times term;
 # - the q/k norms' fixed time, aiconfigurator's attention op's (qk_norm_times): only the MoE training model has such
 #   norms, where the MoE layer's fixed time could not be told from it;
-# - the fixed time of the dense MLPs beside the routed experts, set after the fit from the MoE kernel's
-#   (fit_two_stages), and the latent attention's (latent_attention_time): no training model has either.
+# - the dense MLP's share of t_L, fitted after it on the MoE training model (fit_two_stages), and the latent
+#   attention's fixed time (latent_attention_time): no dense training model tells either.
 ALLREDUCE_SYMBOLS = (*cal.ONE_SHOT, *cal.LARGE_MESSAGE)
-SHARED_FIXED = (cal.t_sx, cal.t_sxp)
-HELD_TIMES = (*ALLREDUCE_SYMBOLS, cal.t_qn, *SHARED_FIXED, cal.t_la)
+DENSE_MLP_FIXED = (cal.t_mlp, cal.t_mlpp)
+HELD_TIMES = (*ALLREDUCE_SYMBOLS, cal.t_qn, *DENSE_MLP_FIXED, cal.t_la)
 
 
 def _unit(j: int | None) -> dict[str, float]:
@@ -571,15 +571,11 @@ def errors_each(parts: list[tuple[list[profiled.Group], dict[str, float]]]) -> d
     return out
 
 
-# A MoE layer's fixed times beyond a dense layer's, fitted on the MoE training model (fit_two_stages), and the fixed
-# times of each checkpoint format's kernel, which differ from them as the kernels' tables do.
-MOE_FIXED = (cal.t_xf, cal.t_xpf)
-FORMAT_FIXED = {name: (formats[cal.t_x], formats[cal.t_xp]) for name, formats in cal.EXPERT_FORMATS.items()}
-
-
-def _added_time(groups: list[profiled.Group], values: dict[str, float], symbol: Sym, output: str) -> float:
+def _share_of_fixed_time(
+    groups: list[profiled.Group], values: dict[str, float], symbol: Sym, output: str, ceiling: float
+) -> float:
     """The fixed time `symbol` (a term of its own, outside every Max) minimising the squared relative error of `output`
-    over the groups, every other value as `values` has it, each group weighing the same; at least zero."""
+    over the groups, every other value as `values` has it, each group weighing the same; between 0 and `ceiling`."""
     without, unit = dict(values, **{symbol.key: 0.0}), dict(values, **{symbol.key: 1.0})
     numerator = denominator = 0.0
     for g in groups:
@@ -588,18 +584,17 @@ def _added_time(groups: list[profiled.Group], values: dict[str, float], symbol: 
         weight = 1 / len(target)
         numerator += weight * float(np.sum(per * (target - base) / target**2))
         denominator += weight * float(np.sum(per**2 / target**2))
-    return max(0.0, numerator / denominator)
+    return min(ceiling, max(0.0, numerator / denominator))
 
 
 def fit_two_stages(
     train: list[profiled.Group], held: dict[Sym, float], dense_values: dict[str, float] | None = None
 ) -> np.ndarray:
-    """FITTED's coefficients: every term a dense model has on the dense training models, the MoE kernel's shares of
-    the peaks and padding and narrow widths held at `held` (its tables'); then, on the MoE training model with all
-    that held, the fixed times a MoE layer adds to a dense layer's t_L, t_L,p (which count a dense MLP's kernels, so
-    they are less than the kernel tables' own: a floor at zero). A checkpoint format's fixed times differ from those
-    as its kernel table's from the fit's own format's (`held` has each format's table values). With `dense_values`
-    (a fit's values, by key) the dense terms are those, not refitted."""
+    """FITTED's coefficients: every term a dense model has on the dense training models, the MoE kernel's constants
+    (fixed times, shares of the peaks, padding and narrow widths) held at `held` (its tables'); then, on the MoE
+    training model with all that held, the share t_mlp, t_mlp,p of the dense layer's fixed times t_L, t_L,p that a
+    dense MLP's kernels take, which a MoE layer runs its routed kernel in place of (at most t_L; zero where there is
+    no MoE training model). With `dense_values` (a fit's values, by key) the dense terms are those, not refitted."""
     kernel = {FITTED.index(s): 1 / v if s in INVERTED else v for s, v in held.items()}
     dense, moe = [g for g in train if not g.moe], [g for g in train if g.moe]
     if dense_values is None:
@@ -609,15 +604,9 @@ def fit_two_stages(
         theta = np.zeros(len(FITTED))
         for j, value in (kept | kernel).items():
             theta[j] = 1 / value if FITTED[j] in INVERTED and j in kept else value
-    for symbol, output in zip(MOE_FIXED, ("tpot", "ttft"), strict=True):
-        theta[FITTED.index(symbol)] = _added_time(moe, _values(theta), symbol, output) if moe else held[symbol]
-    for symbols in FORMAT_FIXED.values():
-        for own, mine in zip(MOE_FIXED, symbols, strict=True):
-            theta[FITTED.index(mine)] = max(0.0, theta[FITTED.index(own)] + held[mine] - held[own])
-    # A shared expert runs the dense MLP's kernels the MoE layer's added time leaves out: the kernel table's fixed
-    # time less that added time (the fit's MoE training model has none to fit it on).
-    for shared, own in zip(SHARED_FIXED, MOE_FIXED, strict=True):
-        theta[FITTED.index(shared)] = max(0.0, held[own] - theta[FITTED.index(own)])
+    for symbol, output, layer in zip(DENSE_MLP_FIXED, ("tpot", "ttft"), (cal.t_L, cal.t_Lp), strict=True):
+        ceiling = theta[FITTED.index(layer)]
+        theta[FITTED.index(symbol)] = _share_of_fixed_time(moe, _values(theta), symbol, output, ceiling) if moe else 0
     return theta
 
 
@@ -659,7 +648,7 @@ def fit_precision(
             continue  # no tables in this precision (an A100 has no FP8)
         held, origin = kernel_values(kernels, gpu, precision)
         held |= allreduce_values(allreduces, gpu) | {cal.t_qn: qk_norms.get(gpu, qk_norms[DEFAULT])}
-        held |= dict.fromkeys((*SHARED_FIXED, cal.t_la), 0.0)  # set after the fit
+        held |= dict.fromkeys((*DENSE_MLP_FIXED, cal.t_la), 0.0)  # set after the fit
         theta = fit_two_stages(train, held, dense.get(gpu, {}).get(precision, {}).get("values") if dense else None)
         values = _values(theta)
         values[cal.t_la.key] = latent_attention_time(latent, gpu, values[cal.eta_w.key])
