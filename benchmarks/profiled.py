@@ -114,6 +114,12 @@ MOE_FORMATS = {
 # sdk/models/moe.py, power_law_alpha 1.2); its DeepSeek family's 1.01 is left out. One node: moe_tp·moe_ep <= 8.
 MOE_DISTRIBUTION = "power_law_1.2"
 MOE_MAX_GPUS = 8
+# aiconfigurator's MoE op answers NVFP4 queries of at most 128 tokens from its low-latency twin (TensorRT-LLM's
+# min-latency MoE kernel, rows tagged moe_torch_flow_min_latency) and larger ones from the regular table: its
+# `operations.MoE(...)._engine_query` on b200_sxm (trtllm 1.3.0rc20) returns the twin's row at 1-128 tokens and the
+# regular row from 256, for Mixtral's, DeepSeek-V3's and Qwen3-30B-A3B's shapes alike.
+MIN_LATENCY_FORMAT = "nvfp4"
+MIN_LATENCY_TOKENS = 128
 
 
 @dataclass
@@ -176,8 +182,9 @@ def extract_moe_tables(root: Path, versions: dict[str, str]) -> dict[str, Any]:
         for r in pq.read_table(path).to_pylist():
             if r["moe_dtype"] not in modes or r["distribution"] != MOE_DISTRIBUTION:
                 continue
-            if r["kernel_source"] == "moe_torch_flow_min_latency":  # a low-latency twin aiconfigurator keeps apart
-                continue
+            low_latency = r["kernel_source"] == "moe_torch_flow_min_latency"
+            if low_latency != (r["moe_dtype"] == MIN_LATENCY_FORMAT and r["num_tokens"] <= MIN_LATENCY_TOKENS):
+                continue  # each row as aiconfigurator's MoE op selects it: the twin at few NVFP4 tokens
             if r["moe_tp_size"] * r["moe_ep_size"] > MOE_MAX_GPUS:
                 continue
             gated = r["kernel_source"] != "moe_torch_flow_nongated"
@@ -187,7 +194,8 @@ def extract_moe_tables(root: Path, versions: dict[str, str]) -> dict[str, Any]:
     names = ("system", "version", "format", "experts", "topk", "hidden", "inter", "tp", "ep", "gated")
     return {
         "source": "aiconfigurator-core 0.12.0's profiled TensorRT-LLM MoE kernel tables "
-        "(systems/data/<system>/moe/trtllm/<version>/moe_perf.parquet, SILICON)",
+        "(systems/data/<system>/moe/trtllm/<version>/moe_perf.parquet, SILICON), each row as its MoE op selects it: "
+        "NVFP4 rows of at most 128 tokens from the min-latency twin (benchmarks/profiled.py MIN_LATENCY_TOKENS)",
         "distribution": MOE_DISTRIBUTION,
         "meaning": {
             "format": "derive's expert format (benchmarks/profiled.py MOE_FORMATS: aiconfigurator's moe_dtype)",

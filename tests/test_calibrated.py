@@ -392,6 +392,20 @@ def test_a_prompt_pass_adds_a_fixed_time_for_each_layer_that_normalizes_q_and_k(
         assert evaluate(cal.t_cal.symbol, dict(values), lib) == without
 
 
+def test_the_nvfp4_moe_tables_take_the_min_latency_kernel_at_a_decode_steps_few_tokens():
+    """aiconfigurator 0.12's MoE op (`operations.MoE(...)._engine_query` on b200_sxm, trtllm 1.3.0rc20, Mixtral's
+    4,096 x 14,336 experts, top-2 of 8, power_law_1.2, moe_tp 1) answers 16 tokens with 0.0310 ms, its min-latency
+    twin's row (the regular table's is 0.3284), and 256 tokens with 0.3290 ms, the regular table's: the extract
+    keeps each row as the op selects it."""
+    data = json.loads((Path(__file__).parent.parent / "benchmarks/data/aiconfigurator-0.12-moe.json").read_text())
+    shape = ("b200_sxm", "nvfp4", 8, 2, 4096, 14336, 1, 1, True)
+    keys = ("system", "format", "experts", "topk", "hidden", "inter", "tp", "ep", "gated")
+    (table,) = [t for t in data["tables"] if tuple(t[k] for k in keys) == shape]
+    latency = dict(table["points"])
+    assert latency[16] == pytest.approx(0.0310, rel=2e-3)
+    assert latency[256] == pytest.approx(0.3290, rel=2e-3)
+
+
 def test_a_moe_layer_runs_its_routed_kernel_in_place_of_the_dense_mlp_kernels_a_shared_expert_runs():
     """DeepSeek-V3 runs one shared expert beside the routed ones in each of its 58 MoE layers; Mixtral has none in its
     32 (facts: deepseek-ai/DeepSeek-V3 and mistralai/Mixtral-8x7B-v0.1 config.json). t_L is fitted on dense layers, so
