@@ -488,7 +488,11 @@ def plan(as_json: bool, figure: str | None, gpus: str, tpot: Any, **kwargs: Any)
 )
 @click.option("--gpu", "-g", "gpus", default=DEFAULTS["gpu"], show_default=True, help="Accelerators, comma-separated.")
 @_options(*(GPU_FIGURES[f] for f in ("bandwidth", "flops", "memory", "power")))
-@click.option("--dtype", "dtypes", default=DEFAULTS["dtype"], show_default=True, help="Weight dtypes, comma-separated.")
+@click.option(
+    "--dtype",
+    "dtypes",
+    help=f"Weight dtypes, comma-separated. Default: {INPUTS['dtype'].rule}, for each model.",
+)
 @kv_dtype_option
 @click.option(
     "--tp",
@@ -513,7 +517,7 @@ def sweep(
     models: str | None,
     configs: tuple[str, ...],
     gpus: str,
-    dtypes: str,
+    dtypes: str | None,
     kv_dtype: str | None,
     out: str | None,
     quiet: bool,

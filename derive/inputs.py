@@ -35,6 +35,7 @@ class Input:
     short: str = ""  # a one-letter option
     command: str = ""  # the commands that read it ("": the scenario every derivation shares)
     choices: str = "formats"  # a choice's names: number "formats" (DTYPES) or weight "recipes"
+    rule: str = ""  # what the default is where a rule picks it ("" : the default itself)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -48,7 +49,9 @@ class Input:
     @property
     def text(self) -> str:
         """The help with its default, as the CLI shows it."""
-        return f"{self.help} Default: {self.default}." if self.default is not None else self.help
+        if self.default is None:
+            return self.help
+        return f"{self.help} Default: {self.rule or self.default}."
 
 
 _TABLE = (
@@ -59,7 +62,14 @@ _TABLE = (
     Input("flops", "quantity", "Override peak FLOP/s.", unit="FLOP/second", example="989 TFLOP/s"),
     Input("memory", "quantity", "Override memory per accelerator.", unit="byte", example="80 GB"),
     Input("power", "quantity", "Override power per accelerator.", unit="watt", example="700 W"),
-    Input("dtype", "choice", "Weight dtype or recipe (formulas/recipes.toml).", default="bf16", choices="recipes"),
+    Input(
+        "dtype",
+        "choice",
+        "Weight dtype or recipe (formulas/recipes.toml).",
+        default="bf16",
+        choices="recipes",
+        rule="the recipe the checkpoint's quantization_config names (DeepSeek-V3: fp8-block), else bf16",
+    ),
     Input("kv_dtype", "choice", "KV-cache dtype. Default: the format the weight recipe's activations travel in."),
     Input("context", "count", "Tokens of context per sequence.", default=2048, short="-s"),
     Input("allow_long_context", "flag", "Size a --context beyond the config's position limit anyway (with a note)."),

@@ -50,6 +50,12 @@ def recipes() -> dict[str, Recipe]:
     }
 
 
+def shipped_recipe(weight_recipe: str, fallback: str) -> str:
+    """The recipe a model is sized in unless told otherwise: the one its checkpoint ships in (its
+    quantization_config's, model.py's weight_recipe), else `fallback` (derive/inputs.py's default, bf16)."""
+    return weight_recipe or fallback
+
+
 def from_quantization_config(quant: Mapping[str, Any]) -> tuple[str, str]:
     """The recipe a checkpoint's quantization_config names, and why; ('', reason) where none fits it."""
     method = str(quant.get("quant_method", "")).lower()

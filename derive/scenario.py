@@ -49,6 +49,10 @@ def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str
     filled = {key: values.get(key) if values.get(key) is not None else default for key, default in DEFAULTS.items()}
 
     fields: dict[str, Any] = {key: filled[key] for key in ("context", "batch", "prompt", "output", "tokens")}
+    if values.get("dtype") is None:  # the checkpoint's own recipe, as it ships
+        from derive.recipes import shipped_recipe
+
+        filled["dtype"] = shipped_recipe(model.config.weight_recipe, str(filled["dtype"]))
     fields["dtype"] = checked_dtype(filled["dtype"], "--dtype", weights=True)
     if values.get("kv_dtype") is not None:
         fields["kv_dtype"] = checked_dtype(values["kv_dtype"], "--kv-dtype")

@@ -23,6 +23,8 @@ from derive.core.errors import DeriveError
 from derive.core.evaluation import evaluate, inline_all, symbols_of
 from derive.core.library import Library
 from derive.core.symbols import Sym
+from derive.inputs import DEFAULTS
+from derive.recipes import shipped_recipe
 from derive.systems import system_of
 from formulas import calibrated as cal
 from formulas import energy as en
@@ -221,13 +223,15 @@ def compile_combination(
     target: Target,
     model: Model | str,
     gpu: Gpu | str,
-    dtype: str,
+    dtype: str | None,
     axes: Sequence[str],
     defaults: dict[str, int],
     kv_dtype: str | None = None,
 ) -> Compiled:
-    """One model, accelerator and dtype compiled: a catalog name or a loaded model (a --config) alike."""
+    """One model, accelerator and dtype (None: the recipe the checkpoint ships in) compiled: a catalog name or a
+    loaded model (a --config) alike."""
     loaded = load_model(model) if isinstance(model, str) else model
+    dtype = shipped_recipe(loaded.config.weight_recipe, DEFAULTS["dtype"]) if dtype is None else dtype
     accelerator = load_gpu(gpu) if isinstance(gpu, str) else gpu
     values, library = predictor_inputs(loaded, accelerator, dtype, kv_dtype=kv_dtype)
     system = system_of(accelerator)
@@ -568,16 +572,16 @@ def plan(
     models: Sequence[Any] = (),
     configs: Sequence[str] = (),
     gpus: Sequence[Any] = ("h100",),
-    dtypes: Sequence[str] = ("bf16",),
+    dtypes: Sequence[str] | None = None,
     kv_dtype: str | None = None,
     numeric: dict[str, Any] | None = None,
     figures: dict[str, Any] | None = None,
     allow_long_context: bool = False,
 ) -> Sweep:
     """A sweep from its inputs as a user gives them (names, config paths, axis texts or lists), each model and
-    context checked through the one scenario builder, every accelerator given the datasheet overrides."""
+    context checked through the one scenario builder, every accelerator given the datasheet overrides. Without
+    `dtypes` each model takes the recipe its checkpoint ships in (derive/recipes.py's shipped_recipe)."""
     from derive import scenario
-    from derive.scenario import DEFAULTS
 
     axes = {a: _axis_text(v) for a, v in (numeric or {}).items() if v is not None}
     parsed = {axis: parse_axis(axis, text) for axis, text in axes.items()}
@@ -596,16 +600,16 @@ def plan(
             )
     overrides = scenario.figures(figures or {})
     accelerators = [(g if isinstance(g, Gpu) else load_gpu(g)).with_overrides(**overrides) for g in gpus]
-    if not accelerators or not dtypes:
+    if not accelerators or dtypes is not None and not dtypes:
         raise DeriveError("a sweep needs an accelerator and a dtype", "Pass --gpu h100 --dtype bf16, for example")
     from derive.scenario import checked_dtype
 
-    for dtype in dtypes:  # the names every command takes: weight recipes, and plain formats for the cache
+    for dtype in dtypes or ():  # the names every command takes: weight recipes, and plain formats for the cache
         checked_dtype(dtype, "--dtype", weights=True)
     if kv_dtype is not None:  # '' is no dtype either
         checked_dtype(kv_dtype, "--kv-dtype")
     grid = Grid(
-        {"model": loaded, "gpu": accelerators, "dtype": [d.lower() for d in dtypes]},
+        {"model": loaded, "gpu": accelerators, "dtype": [d.lower() for d in dtypes] if dtypes is not None else [None]},
         parsed,
         {key: DEFAULTS[key] for key in ("batch", "context", "prompt", "output")},  # tp: the smallest that fits
         kv_dtype.lower() if kv_dtype else None,

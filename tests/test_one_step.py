@@ -180,8 +180,9 @@ def test_the_floor_and_the_estimate_have_distinct_names():
 def test_deepseek_v3_crossover_at_batch_16_divides_what_a_step_reads():
     # DeepSeek-V3 (its config.json): 671,026,419,200 parameters, 58 MoE layers of 256 routed experts of 3·7,168·2,048,
     # top-8; a 129,280 x 7,168 input embedding gathered a row a token; an MLA cache of (512 + 64)·61 values a token,
-    # 2 bytes each in bf16. 16 tokens touch 256·(1 - (1 - 8/256)^16) experts a layer.
-    sheet = derive.crossover_kv_weights("deepseek-v3", batch=16)
+    # 2 bytes each in bf16 (asked for: the checkpoint ships fp8-block). 16 tokens touch 256·(1 - (1 - 8/256)^16)
+    # experts a layer.
+    sheet = derive.crossover_kv_weights("deepseek-v3", batch=16, dtype="bf16")
     expert, routed = 3 * 7_168 * 2_048, 58 * 256 * 3 * 7_168 * 2_048
     touched = 256 * (1 - (1 - 8 / 256) ** 16)
     read = 2 * (671_026_419_200 - routed - 129_280 * 7_168 + 58 * touched * expert + 16 * 7_168)

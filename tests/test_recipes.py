@@ -79,14 +79,17 @@ def test_quantization_config_names_its_recipe(quant, recipe):
 
 def test_an_awq_checkpoint_is_sized_as_shipped(run, tmp_path):
     """The issue: an AWQ 8B was sized as bf16 (16.06 GB) with no word. Llama 3 8B's 8,030,261,248 parameters
-    (Meta's published count) at 4.15625 bits are 4.172 GB; the bf16 sizing now says how the checkpoint ships."""
+    (Meta's published count) at 4.15625 bits are 4.172 GB: the checkpoint's own recipe is the default, and a bf16
+    sizing asked for says how the checkpoint ships."""
     config = json.loads((Path(__file__).parent.parent / "formulas" / "models" / "llama3-8b.json").read_text())
     config["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}
     (tmp_path / "config.json").write_text(json.dumps(config))
-    plain = run("fit", "--config", str(tmp_path), "--json")
-    assert "pass --dtype int4-awq to size it as shipped" in " ".join(json.loads(plain.stdout)["notes"])
-    shipped = json.loads(run("fit", "--config", str(tmp_path), "--dtype", "int4-awq", "--json").stdout)
+    shipped = json.loads(run("fit", "--config", str(tmp_path), "--json").stdout)
+    assert shipped["inputs"]["dtype"] == "int4-awq"
+    assert "dtype" in shipped["inputs"]["defaults"]
     assert shipped["results"]["weight_bytes"]["value"] == pytest.approx(8_030_261_248 * 133 / 256, rel=1e-12)
+    plain = run("fit", "--config", str(tmp_path), "--dtype", "bf16", "--json")
+    assert "pass --dtype int4-awq to size it as shipped" in " ".join(json.loads(plain.stdout)["notes"])
 
 
 def test_a_plan_says_how_the_checkpoint_ships():
