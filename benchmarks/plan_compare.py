@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import sympy
 
 from derive.catalog import load_gpu, load_model
@@ -117,6 +118,21 @@ def _rated(ranked: list[dict[str, Any]], pareto: list[dict[str, Any]]) -> dict[s
     return theirs
 
 
+def _their_row(ranked: list[dict[str, Any]], pareto: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
+    """aiconfigurator's row for layout `name`: the one with the most tokens/s per GPU in its table or frontier."""
+    rows = [row for row in (*ranked, *pareto) if row["parallel"] == name]
+    return max(rows, key=lambda row: row["tokens_s_gpu"]) if rows else None
+
+
+def _at_their_batch(found: Any, chosen: Any, row: dict[str, Any]) -> float:
+    """derive's tokens/s per GPU for its chosen layout at aiconfigurator's batch for it (its global_bs: every
+    attention rank's sequences), from derive's own served TPOT there: aiconfigurator's agg batch schedule steps
+    64, 80, 96, ..., so its best batch under a target can sit well below the one derive solves for."""
+    sequences = float(row["global_bs"]) * chosen.layout.pp
+    tpot = float(np.ravel(found.compiled.tpot(*found.inputs[chosen.layout], float(row["global_bs"])))[0])
+    return sequences / tpot / chosen.layout.accelerators  # formulas/layout.py: B_L·tau/(S_o·TPOT_s)·S_o/N_L
+
+
 def _summary(what: str, layouts: list[float], estimates: list[float]) -> str:
     return (
         f"{what} ({len(layouts)} rated): worst layout ratio {min(layouts):.2f}, median "
@@ -131,7 +147,7 @@ def scenarios() -> None:
     data = json.loads(DATA.read_text())
     print(f"aiconfigurator: {data['source']}")
     layouts, estimates, split_layouts, split_estimates = [], [], [], []
-    repaired_layouts, repaired_estimates = [], []
+    repaired_layouts, repaired_estimates, same_batch = [], [], []
     repaired = json.loads(GLITCHES.read_text())["scenarios"]
     started = time.perf_counter()
     for case in data["scenarios"]:
@@ -173,6 +189,14 @@ def scenarios() -> None:
             f"{str(chosen.layout):<18} {chosen.per_accelerator:>7,.0f}  aic for it {said['rated']:>7}  layout "
             f"{said['layout']:>5}  estimate {said['estimate']}"
         )
+        row = _their_row(agg.get("ranked", []), agg.get("pareto_top10", []), name)
+        if row is not None and rated is not None:
+            same = _at_their_batch(found, chosen, row)
+            same_batch.append(abs(same / rated - 1))
+            print(
+                f"  at aiconfigurator's batch for it ({row['global_bs']} against derive's {chosen.batch}): derive "
+                f"{same:,.0f}, estimate {same / rated:.2f}"
+            )
         fixed = repaired.get(case["id"])
         if fixed is not None and fixed["changed_layouts"]:
             figures = {name: row["repaired"] for name, row in fixed["layouts"].items() if row["repaired"]}
@@ -200,6 +224,11 @@ def scenarios() -> None:
             f"{min(repaired_layouts):.2f}, median {statistics.median(repaired_layouts):.2f}; estimate off by "
             f"{statistics.median(repaired_estimates):.0%} at the median, {max(repaired_estimates):.0%} at worst"
         )
+    if same_batch:
+        print(
+            f"the same layouts at aiconfigurator's batch for them: estimate off by {statistics.median(same_batch):.0%} "
+            f"at the median, {max(same_batch):.0%} at worst"
+        )
     if split_layouts:
         print(
             _summary("disaggregated, where aiconfigurator's tables hold derive's pair", split_layouts, split_estimates)
@@ -210,7 +239,7 @@ def h100_cases() -> None:
     """Part 2: the earlier H100 cases, aggregated."""
     data = json.loads(H100_CASES.read_text())
     print(f"aiconfigurator: {data['source']}")
-    layouts, estimates = [], []
+    layouts, estimates, same_batch = [], [], []
     started = time.perf_counter()
     for case in data["cases"]:
         best = case["best"]
@@ -244,10 +273,23 @@ def h100_cases() -> None:
             f"{str(chosen.layout):<18} {chosen.per_accelerator:>7,.0f}  aic for it {said['rated']:>7}  layout "
             f"{said['layout']:>5}  estimate {said['estimate']}"
         )
+        row = _their_row(case["ranked"], case.get("pareto_top10", []), aiconfigurator_name(chosen.layout, case["moe"]))
+        if row is not None and rated is not None:
+            same = _at_their_batch(found, chosen, row)
+            same_batch.append(abs(same / rated - 1))
+            print(
+                f"  at aiconfigurator's batch for it ({row['global_bs']} against derive's {chosen.batch}): derive "
+                f"{same:,.0f}, estimate {same / rated:.2f}"
+            )
     print()
     print(f"derive's searches took {time.perf_counter() - started:.1f} s for {len(data['cases'])} cases")
     if layouts:
         print(_summary("the H100 cases, where aiconfigurator's table holds derive's layout", layouts, estimates))
+    if same_batch:
+        print(
+            f"the same layouts at aiconfigurator's batch for them: estimate off by {statistics.median(same_batch):.0%} "
+            f"at the median, {max(same_batch):.0%} at worst"
+        )
 
 
 def main() -> None:
