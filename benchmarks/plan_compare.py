@@ -133,6 +133,20 @@ def _at_their_batch(found: Any, chosen: Any, row: dict[str, Any]) -> float:
     return sequences / tpot / chosen.layout.accelerators  # formulas/layout.py: B_L·tau/(S_o·TPOT_s)·S_o/N_L
 
 
+def _at_their_batch_line(
+    found: Any, chosen: Any, row: dict[str, Any] | None, rated: float | None, offs: list[float]
+) -> None:
+    """Print derive's figure at aiconfigurator's batch for its layout (rated: its figure); keep how far off."""
+    if row is None or rated is None:
+        return
+    same = _at_their_batch(found, chosen, row)
+    offs.append(abs(same / rated - 1))
+    print(
+        f"  at aiconfigurator's batch for it ({row['global_bs']} against derive's {chosen.batch}): derive "
+        f"{same:,.0f}, estimate {same / rated:.2f}"
+    )
+
+
 def _summary(what: str, layouts: list[float], estimates: list[float]) -> str:
     return (
         f"{what} ({len(layouts)} rated): worst layout ratio {min(layouts):.2f}, median "
@@ -189,14 +203,9 @@ def scenarios() -> None:
             f"{str(chosen.layout):<18} {chosen.per_accelerator:>7,.0f}  aic for it {said['rated']:>7}  layout "
             f"{said['layout']:>5}  estimate {said['estimate']}"
         )
-        row = _their_row(agg.get("ranked", []), agg.get("pareto_top10", []), name)
-        if row is not None and rated is not None:
-            same = _at_their_batch(found, chosen, row)
-            same_batch.append(abs(same / rated - 1))
-            print(
-                f"  at aiconfigurator's batch for it ({row['global_bs']} against derive's {chosen.batch}): derive "
-                f"{same:,.0f}, estimate {same / rated:.2f}"
-            )
+        _at_their_batch_line(
+            found, chosen, _their_row(agg.get("ranked", []), agg.get("pareto_top10", []), name), rated, same_batch
+        )
         fixed = repaired.get(case["id"])
         if fixed is not None and fixed["changed_layouts"]:
             figures = {name: row["repaired"] for name, row in fixed["layouts"].items() if row["repaired"]}
@@ -273,14 +282,10 @@ def h100_cases() -> None:
             f"{str(chosen.layout):<18} {chosen.per_accelerator:>7,.0f}  aic for it {said['rated']:>7}  layout "
             f"{said['layout']:>5}  estimate {said['estimate']}"
         )
-        row = _their_row(case["ranked"], case.get("pareto_top10", []), aiconfigurator_name(chosen.layout, case["moe"]))
-        if row is not None and rated is not None:
-            same = _at_their_batch(found, chosen, row)
-            same_batch.append(abs(same / rated - 1))
-            print(
-                f"  at aiconfigurator's batch for it ({row['global_bs']} against derive's {chosen.batch}): derive "
-                f"{same:,.0f}, estimate {same / rated:.2f}"
-            )
+        name = aiconfigurator_name(chosen.layout, case["moe"])
+        _at_their_batch_line(
+            found, chosen, _their_row(case["ranked"], case.get("pareto_top10", []), name), rated, same_batch
+        )
     print()
     print(f"derive's searches took {time.perf_counter() - started:.1f} s for {len(data['cases'])} cases")
     if layouts:
