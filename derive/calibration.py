@@ -50,6 +50,11 @@ FITTED = (
     *cal.OWN_FORMAT.values(),
     *(fitted for formats in cal.EXPERT_FORMATS.values() for fitted in formats.values()),
 )
+# What calibration.json takes from aiconfigurator's op tables as they are rather than fitting (tools/calibrate.py).
+TAKEN = {
+    cal.t_qn: "aiconfigurator 0.12's context attention op with q/k norms less without",
+    cal.t_la: "aiconfigurator 0.12's MLA block less a GQA attention's, at batch 1",
+}
 ACTIVATION_BYTES = 2  # activations and all-reduces in bf16 whatever the weights (TensorRT-LLM, vLLM)
 ALLREDUCES_PER_LAYER = 2  # Megatron: after attention and after the MLP
 
@@ -74,6 +79,14 @@ class Calibration:
     @property
     def borrowed(self) -> bool:
         return (self.fitted_on, self.fitted_precision) != (self.gpu, self.precision)
+
+    def label(self, quantity: Any) -> str:
+        """Where a sheet says `quantity`'s value comes from: the fit, or the op table it is taken from as it is."""
+        taken = TAKEN.get(quantity)
+        where = f"{taken} ({self.fitted_on})" if taken else f"fitted on {self.fitted_on}, {self.fitted_precision}"
+        return where + (
+            f" (no fit for {self.gpu} in {self.precision})" if self.borrowed else ""
+        )
 
 
 @cache

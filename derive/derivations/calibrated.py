@@ -25,11 +25,8 @@ def calibration_inputs(work: Work, setup: Setup, gpu: Gpu) -> Calibration:
         )
     fit = calibration(gpu, setup.dtype)
     work.heading("Calibration")
-    label = f"fitted on {fit.fitted_on}, {fit.fitted_precision}" + (
-        f" (no fit for {gpu.name} in {fit.precision})" if fit.borrowed else ""
-    )
     for quantity in FITTED:
-        work.given(quantity, fit.values[quantity], label)
+        work.given(quantity, fit.values[quantity], fit.label(quantity))
     collective_inputs(work)
     work.given(sh.BW_link, *tp_link(gpu, n), inline=True)
     return fit
@@ -48,11 +45,8 @@ def calibrated_ridges(work: Work, setup: Setup, gpu: Gpu) -> tuple[sympy.Expr, s
     """The GEMM and attention ridges at the fitted efficiencies (the realistic figure beside the peak ridge)."""
     fit = calibration(gpu, setup.dtype)
     work.heading("The ridge at the efficiencies kernels reach")
-    label = f"fitted on {fit.fitted_on}, {fit.fitted_precision}" + (
-        f" (no fit for {gpu.name} in {fit.precision})" if fit.borrowed else ""
-    )
     for quantity in (cal.eta_w, cal.eta_g, cal.eta_kv, cal.eta_a):
-        work.given(quantity, fit.values[quantity], label)
+        work.given(quantity, fit.values[quantity], fit.label(quantity))
     gemm = work.compute(work.library.get("calibrated_gemm_ridge"), "calibrated_gemm_ridge")
     return gemm, work.compute(work.library.get("calibrated_attention_ridge"), "calibrated_attention_ridge")
 

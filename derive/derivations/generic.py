@@ -132,9 +132,6 @@ def fitted_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
     if not needed:
         return
     fit = calibration(gpu, setup.dtype)
-    label = f"fitted on {fit.fitted_on}, {fit.fitted_precision}" + (
-        f" (no fit for {gpu.name} in {fit.precision})" if fit.borrowed else ""
-    )
     if gpu.link is None and any(q is sh.BW_link for q, _ in needed) and work.values.get(sym.n, 1) > 1:
         raise DeriveError(
             f"{gpu.name} has no GPU-to-GPU link in the catalog, so a tensor-parallel all-reduce has no bandwidth",
@@ -144,7 +141,7 @@ def fitted_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
         if quantity is sh.BW_link:  # the tp group's own wire: past the node, its network
             work.given(quantity, *tp_link(gpu, int(work.values.get(sym.n, 1))))
             continue
-        work.given(quantity, value, label if quantity in fit.values else "calibration's constants")
+        work.given(quantity, value, fit.label(quantity) if quantity in fit.values else "calibration's constants")
 
 
 def layout_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
