@@ -117,7 +117,9 @@ MOE_MAX_GPUS = 8
 # aiconfigurator's MoE op answers NVFP4 queries of at most 128 tokens from its low-latency twin (TensorRT-LLM's
 # min-latency MoE kernel, rows tagged moe_torch_flow_min_latency) and larger ones from the regular table: its
 # `operations.MoE(...)._engine_query` on b200_sxm (trtllm 1.3.0rc20) returns the twin's row at 1-128 tokens and the
-# regular row from 256, for Mixtral's, DeepSeek-V3's and Qwen3-30B-A3B's shapes alike.
+# regular row from 256, for Mixtral's, DeepSeek-V3's and Qwen3-30B-A3B's shapes alike; a shape the twin lacks (Kimi
+# K2's 384 experts, every nongated table) it answers from the regular table at every count.
+MIN_LATENCY_SOURCE = "moe_torch_flow_min_latency"
 MIN_LATENCY_FORMAT = "nvfp4"
 MIN_LATENCY_TOKENS = 128
 
@@ -168,6 +170,19 @@ def moe_tables(path: Path = MOE) -> list[MoeTable]:
     ]
 
 
+def _moe_shape(r: dict[str, Any]) -> tuple[Any, ...]:
+    """A MoE table row's format and shape: moe_dtype, experts, top-k, hidden, intermediate, moe_tp, moe_ep."""
+    return (
+        r["moe_dtype"],
+        r["num_experts"],
+        r["topk"],
+        r["hidden_size"],
+        r["inter_size"],
+        r["moe_tp_size"],
+        r["moe_ep_size"],
+    )
+
+
 def extract_moe_tables(root: Path, versions: dict[str, str]) -> dict[str, Any]:
     """aiconfigurator-core's MoE tables under `root` (its systems/data folder), for each system at `versions`' database
     (the grids'), in MOE_FORMATS, at MOE_DISTRIBUTION, on at most MOE_MAX_GPUS: the content of MOE."""
@@ -179,23 +194,30 @@ def extract_moe_tables(root: Path, versions: dict[str, str]) -> dict[str, Any]:
         path = root / system / "moe" / "trtllm" / version / "moe_perf.parquet"
         if not path.exists():
             continue
-        for r in pq.read_table(path).to_pylist():
-            if r["moe_dtype"] not in modes or r["distribution"] != MOE_DISTRIBUTION:
-                continue
-            low_latency = r["kernel_source"] == "moe_torch_flow_min_latency"
-            if low_latency != (r["moe_dtype"] == MIN_LATENCY_FORMAT and r["num_tokens"] <= MIN_LATENCY_TOKENS):
-                continue  # each row as aiconfigurator's MoE op selects it: the twin at few NVFP4 tokens
-            if r["moe_tp_size"] * r["moe_ep_size"] > MOE_MAX_GPUS:
-                continue
+        rows = [
+            r
+            for r in pq.read_table(path).to_pylist()
+            if r["moe_dtype"] in modes
+            and r["distribution"] == MOE_DISTRIBUTION
+            and r["moe_tp_size"] * r["moe_ep_size"] <= MOE_MAX_GPUS
+        ]
+        # Each row as aiconfigurator's MoE op selects it: a gated table's few NVFP4 tokens from its min-latency twin
+        # where the twin has that shape, else (and for every other row) from the regular table.
+        twins = {_moe_shape(r) for r in rows if r["kernel_source"] == MIN_LATENCY_SOURCE}
+        for r in rows:
+            low_latency = r["kernel_source"] == MIN_LATENCY_SOURCE
+            few = r["moe_dtype"] == MIN_LATENCY_FORMAT and r["num_tokens"] <= MIN_LATENCY_TOKENS
             gated = r["kernel_source"] != "moe_torch_flow_nongated"
-            shape = (r["num_experts"], r["topk"], r["hidden_size"], r["inter_size"], r["moe_tp_size"], r["moe_ep_size"])
-            key = (system, version, modes[r["moe_dtype"]], *shape, gated)
+            if low_latency != (few and gated and _moe_shape(r) in twins):
+                continue
+            key = (system, version, modes[r["moe_dtype"]], *_moe_shape(r)[1:], gated)
             tables.setdefault(key, []).append([int(r["num_tokens"]), float(f"{r['latency']:.6g}")])
     names = ("system", "version", "format", "experts", "topk", "hidden", "inter", "tp", "ep", "gated")
     return {
         "source": "aiconfigurator-core 0.12.0's profiled TensorRT-LLM MoE kernel tables "
         "(systems/data/<system>/moe/trtllm/<version>/moe_perf.parquet, SILICON), each row as its MoE op selects it: "
-        "NVFP4 rows of at most 128 tokens from the min-latency twin (benchmarks/profiled.py MIN_LATENCY_TOKENS)",
+        "a gated NVFP4 table's rows of at most 128 tokens from its min-latency twin where the twin has that shape "
+        "(benchmarks/profiled.py MIN_LATENCY_TOKENS)",
         "distribution": MOE_DISTRIBUTION,
         "meaning": {
             "format": "derive's expert format (benchmarks/profiled.py MOE_FORMATS: aiconfigurator's moe_dtype)",

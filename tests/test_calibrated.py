@@ -395,7 +395,8 @@ def test_a_prompt_pass_adds_a_fixed_time_for_each_layer_that_normalizes_q_and_k(
 def test_the_nvfp4_moe_tables_take_the_min_latency_kernel_at_a_decode_steps_few_tokens():
     """aiconfigurator 0.12's MoE op (`operations.MoE(...)._engine_query` on b200_sxm, trtllm 1.3.0rc20, Mixtral's
     4,096 x 14,336 experts, top-2 of 8, power_law_1.2, moe_tp 1) answers 16 tokens with 0.0310 ms, its min-latency
-    twin's row (the regular table's is 0.3284), and 256 tokens with 0.3290 ms, the regular table's: the extract
+    twin's row (the regular table's is 0.3284), and 256 tokens with 0.3290 ms, the regular table's; Kimi K2's 384
+    experts of 7,168 x 2,048, top-8, which the twin lacks, with its regular row at 16 tokens, 0.4667 ms: the extract
     keeps each row as the op selects it."""
     data = json.loads((Path(__file__).parent.parent / "benchmarks/data/aiconfigurator-0.12-moe.json").read_text())
     shape = ("b200_sxm", "nvfp4", 8, 2, 4096, 14336, 1, 1, True)
@@ -404,6 +405,9 @@ def test_the_nvfp4_moe_tables_take_the_min_latency_kernel_at_a_decode_steps_few_
     latency = dict(table["points"])
     assert latency[16] == pytest.approx(0.0310, rel=2e-3)
     assert latency[256] == pytest.approx(0.3290, rel=2e-3)
+    kimi = ("b200_sxm", "nvfp4", 384, 8, 7168, 2048, 1, 1, True)
+    (table,) = [t for t in data["tables"] if tuple(t[k] for k in keys) == kimi]
+    assert dict(table["points"])[16] == pytest.approx(0.4667, rel=2e-3)
 
 
 def test_a_moe_layer_runs_its_routed_kernel_in_place_of_the_dense_mlp_kernels_a_shared_expert_runs():
