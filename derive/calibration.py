@@ -84,9 +84,7 @@ class Calibration:
         """Where a sheet says `quantity`'s value comes from: the fit, or the op table it is taken from as it is."""
         taken = TAKEN.get(quantity)
         where = f"{taken}, on {self.fitted_on}" if taken else f"fitted on {self.fitted_on}, {self.fitted_precision}"
-        return where + (
-            f" (no fit for {self.gpu} in {self.precision})" if self.borrowed else ""
-        )
+        return where + (f" (no fit for {self.gpu} in {self.precision})" if self.borrowed else "")
 
 
 @cache
