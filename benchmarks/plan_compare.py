@@ -111,11 +111,9 @@ def _disaggregated(case: dict[str, Any], found: Any, targets: Targets) -> tuple[
 
 
 def _rated(ranked: list[dict[str, Any]], pareto: list[dict[str, Any]]) -> dict[str, float]:
-    """aiconfigurator's tokens/s per GPU for each layout its result table or Pareto frontier holds."""
-    theirs = {row["parallel"]: row["tokens_s_gpu"] for row in ranked}
-    for row in pareto:
-        theirs[row["parallel"]] = max(theirs.get(row["parallel"], 0.0), row["tokens_s_gpu"])
-    return theirs
+    """aiconfigurator's tokens/s per GPU for each layout its result table or Pareto frontier holds (_their_row's)."""
+    names = {row["parallel"] for row in (*ranked, *pareto)}
+    return {name: row["tokens_s_gpu"] for name in names if (row := _their_row(ranked, pareto, name)) is not None}
 
 
 def _their_row(ranked: list[dict[str, Any]], pareto: list[dict[str, Any]], name: str) -> dict[str, Any] | None:

@@ -1011,6 +1011,7 @@ def plan(
     from derive.catalog import Gpu, load_gpu
     from derive.core import validate
     from derive.inputs import INPUTS
+    from derive.recipes import shipped_recipe
 
     defaults = tuple(
         k for k, v in (("dtype", dtype), ("prompt", prompt), ("output", output), ("ttft", ttft)) if v is None
@@ -1038,7 +1039,10 @@ def plan(
         setup.model,
         gpus,
         targets,
-        dtype=setup.dtype,
+        # Defaulted, the checkpoint's recipe where every accelerator searched runs it (derive/recipes.py).
+        dtype=setup.dtype
+        if dtype is not None
+        else shipped_recipe(setup.model.config.weight_recipe, INPUTS["dtype"].default, gpus),
         max_accelerators=validate.count(max_gpus, "max_gpus", "--max-gpus"),
         max_batch=validate.count(max_batch, "max_batch", "--max-batch"),
         price_overrides=price,

@@ -10,7 +10,7 @@ could be (Calibration.borrowed_error).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -53,7 +53,7 @@ FITTED = (
 # What calibration.json takes from aiconfigurator's op tables as they are rather than fitting (tools/calibrate.py).
 TAKEN = {
     cal.t_qn: "aiconfigurator 0.12's context attention op with q/k norms less without",
-    cal.t_la: "aiconfigurator 0.12's MLA block less a GQA attention's, at batch 1",
+    cal.t_la: "aiconfigurator 0.12's MLA block less a GQA attention's at batch 1, each less its weights streamed",
 }
 ACTIVATION_BYTES = 2  # activations and all-reduces in bf16 whatever the weights (TensorRT-LLM, vLLM)
 ALLREDUCES_PER_LAYER = 2  # Megatron: after attention and after the MLP
@@ -75,6 +75,7 @@ class Calibration:
     borrowed_error: dict[str, dict[str, float]] | None = None
     borrowed_error_on: str = ""
     max_tp: int | None = None  # the largest tensor-parallel size the fit covers, where it stops short of the tables'
+    taken_on: dict[str, str] = field(default_factory=dict)  # TAKEN's keys -> the accelerator whose op tables
 
     @property
     def borrowed(self) -> bool:
@@ -83,7 +84,8 @@ class Calibration:
     def label(self, quantity: Any) -> str:
         """Where a sheet says `quantity`'s value comes from: the fit, or the op table it is taken from as it is."""
         taken = TAKEN.get(quantity)
-        where = f"{taken}, on {self.fitted_on}" if taken else f"fitted on {self.fitted_on}, {self.fitted_precision}"
+        on = self.taken_on.get(quantity.key, self.fitted_on) if taken else self.fitted_on
+        where = f"{taken}, on {on}" if taken else f"fitted on {self.fitted_on}, {self.fitted_precision}"
         return where + (f" (no fit for {self.gpu} in {self.precision})" if self.borrowed else "")
 
 
@@ -145,6 +147,7 @@ def calibration(gpu: Gpu, dtype: str = "bf16") -> Calibration:
         borrowed_error=measured["test_error"] if measured else None,
         borrowed_error_on=measured["measured_on"] if measured else "",
         max_tp=fit.get("max_tp"),
+        taken_on=fit.get("taken_on", {}),
     )
 
 

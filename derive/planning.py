@@ -854,7 +854,7 @@ class Plan:
                 "tokens a sequence gains from them (formulas/speculative.py)"
             )
         arch = self.model.config
-        out.extend(checkpoint_notes(arch.weight_recipe, arch.expert_format, self.dtype))
+        out.extend(checkpoint_notes(arch.weight_recipe, arch.expert_format, self.dtype, [f.gpu for f in self.searches]))
         beyond = arch.position_note(self.targets.prompt + self.targets.output, self.model.name)
         if beyond:
             out.append(beyond)

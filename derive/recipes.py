@@ -9,7 +9,7 @@ recipe its checkpoint ships in (`from_quantization_config`).
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
@@ -50,10 +50,24 @@ def recipes() -> dict[str, Recipe]:
     }
 
 
-def shipped_recipe(weight_recipe: str, fallback: str) -> str:
+def shipped_recipe(weight_recipe: str, fallback: str, gpus: Sequence[Any] = ()) -> str:
     """The recipe a model is sized in unless told otherwise: the one its checkpoint ships in (its
-    quantization_config's, model.py's weight_recipe), else `fallback` (derive/inputs.py's default, bf16)."""
-    return weight_recipe or fallback
+    quantization_config's, model.py's weight_recipe) where every accelerator of `gpus` has a matmul peak for it, else
+    `fallback` (derive/inputs.py's default, bf16: an A100 has no FP8 tensor cores for an FP8 checkpoint)."""
+    return weight_recipe if weight_recipe and not lacking(weight_recipe, gpus) else fallback
+
+
+def lacking(recipe: str, gpus: Sequence[Any]) -> list[str]:
+    """The accelerators of `gpus` whose datasheet has no matmul peak for `recipe` (derive/catalog.py Gpu.peak)."""
+    from derive.core.errors import CatalogError
+
+    names = []
+    for gpu in gpus:
+        try:
+            gpu.peak(recipe)
+        except CatalogError:
+            names.append(gpu.name)
+    return names
 
 
 def from_quantization_config(quant: Mapping[str, Any]) -> tuple[str, str]:
@@ -77,17 +91,25 @@ def from_quantization_config(quant: Mapping[str, Any]) -> tuple[str, str]:
     return "", f"quant_method '{method}'"
 
 
-def checkpoint_notes(weight_recipe: str, expert_format: str, dtype: str) -> list[str]:
+def checkpoint_notes(weight_recipe: str, expert_format: str, dtype: str, gpus: Sequence[Any] = ()) -> list[str]:
     """What a sheet or a plan says where the checkpoint ships weights in a format other than `dtype`: the recipe its
-    quantization_config names (model.py's weight_recipe) and routed experts sized in their own format."""
+    quantization_config names (model.py's weight_recipe), why it is not the one sized where an accelerator of `gpus`
+    has no matmul peak for it, and routed experts sized in their own format."""
     from derive.core.units import format_quantity
 
     notes = []
     if weight_recipe and dtype != weight_recipe:
         shipped = recipes()[weight_recipe]
+        without = lacking(weight_recipe, gpus)
+        how = (
+            f"{' and '.join(without)} {'has' if len(without) == 1 else 'have'} no {shipped.gemm} matmul peak, so "
+            f"it is sized in {dtype} (--dtype {shipped.name} with --flops sizes it as shipped)"
+            if without
+            else f"pass --dtype {shipped.name} to size it as shipped"
+        )
         notes.append(
             f"the checkpoint ships {shipped.name} weights ({shipped.about}, {format_quantity(8 * shipped.bytes, '')} "
-            f"bits a weight); pass --dtype {shipped.name} to size it as shipped"
+            f"bits a weight); {how}"
         )
     if expert_format:
         notes.append(

@@ -49,11 +49,6 @@ def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str
     filled = {key: values.get(key) if values.get(key) is not None else default for key, default in DEFAULTS.items()}
 
     fields: dict[str, Any] = {key: filled[key] for key in ("context", "batch", "prompt", "output", "tokens")}
-    if values.get("dtype") is None:  # the checkpoint's own recipe, as it ships
-        from derive.recipes import shipped_recipe
-
-        filled["dtype"] = shipped_recipe(model.config.weight_recipe, str(filled["dtype"]))
-    fields["dtype"] = checked_dtype(filled["dtype"], "--dtype", weights=True)
     if values.get("kv_dtype") is not None:
         fields["kv_dtype"] = checked_dtype(values["kv_dtype"], "--kv-dtype")
     fields.update({key: values[key] for key in _PLAIN if values.get(key) is not None})
@@ -65,6 +60,12 @@ def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str
         defaults = [key for key in defaults if key != "gpu"]
     if values.get("vs") is not None:
         fields["vs"] = values["vs"] if isinstance(values["vs"], Gpu) else load_gpu(values["vs"])
+    if values.get("dtype") is None:  # the checkpoint's own recipe, as it ships, where the accelerator runs it
+        from derive.recipes import shipped_recipe
+
+        gpus = [fields[key] for key in ("gpu", "vs") if key in fields]
+        filled["dtype"] = shipped_recipe(model.config.weight_recipe, str(filled["dtype"]), gpus)
+    fields["dtype"] = checked_dtype(filled["dtype"], "--dtype", weights=True)
     link = values.get("link")
     if link is not None:
         fields["link_name"] = values.get("link_name") or str(link)

@@ -23,9 +23,9 @@ prompt pass, over their expert-wide intermediates), then the
 touched experts' bytes streamed and their FLOPs computed (one after the other at a decode step; at a prompt pass,
 with its tile padding, whichever is longer), and the narrow-width extra; on the tables' decode rows (at most
 MOE_DECODE_TOKENS tokens), then apart on their prompt rows (at least MOE_PREFILL_TOKENS). The end-to-end fit
-holds those shares of the peaks, in its precision's format and in MXFP4 (fit_two_stages): it fits every dense
-term on the dense training models, then on the MoE training model only the fixed time a MoE layer adds to a dense
-layer's (whose t_L already counts an MLP's kernels).
+holds that kernel's constants, its fixed times included, in its precision's format and in MXFP4 (fit_two_stages):
+it fits every dense term on the dense training models, then on the MoE training model only t_mlp, the share of a
+dense layer's t_L that a dense MLP's kernels take, which a MoE layer runs its routed kernel in place of.
 
 Every term of formulas/calibrated.py is linear in one fitted coefficient (a fixed time, a latency,
 an inverse efficiency, a pass count) except where two sit under one Max. So the fit alternates:
@@ -78,8 +78,9 @@ MOE_NOTE = (
     "(benchmarks/data/aiconfigurator-0.12-moe.json), values by the keys formulas/calibrated.py's routed-expert terms "
     "read; decode_error on the tables' rows of at most 512 tokens, prefill_error on those of at least 1024. A "
     "precision's fit holds its own format's and MXFP4's shares of the peaks, padding, narrow widths and activation "
-    "passes (fixed_from_moe_kernels says whose), and fits the fixed times a MoE layer adds to a dense layer's on its "
-    "MoE training model (MXFP4's differ from those as the two kernels' tables do)"
+    "passes and fixed times (fixed_from_moe_kernels says whose), and fits on its MoE training model the share of a "
+    "dense layer's fixed time that the dense MLP's kernels a MoE layer runs its routed kernel in place of take "
+    "(formulas/calibrated.py t_mlp)"
 )
 ROUNDS = 12
 # A Max's other side's coefficient where the alternating fit starts again (_alternating_fit): a share of 1/2.
@@ -648,6 +649,8 @@ def fit_precision(
             continue  # no tables in this precision (an A100 has no FP8)
         held, origin = kernel_values(kernels, gpu, precision)
         held |= allreduce_values(allreduces, gpu) | {cal.t_qn: qk_norms.get(gpu, qk_norms[DEFAULT])}
+        # The op tables t_qn and t_la are taken from: the accelerator's own, else the default's.
+        taken_on = {cal.t_qn.key: gpu if gpu in qk_norms else DEFAULT, cal.t_la.key: gpu if gpu in latent else DEFAULT}
         held |= dict.fromkeys((*DENSE_MLP_FIXED, cal.t_la), 0.0)  # set after the fit
         theta = fit_two_stages(train, held, dense.get(gpu, {}).get(precision, {}).get("values") if dense else None)
         values = _values(theta)
@@ -659,6 +662,7 @@ def fit_precision(
             "quant": grid["settings"].get("quant"),
             "train_models": sorted({g.model for g in train}),
             "fixed_from_moe_kernels": origin,
+            "taken_on": taken_on,
             "test_models": sorted({g.model for g in test}),
             "values": {k: float(f"{v:.6g}") for k, v in values.items()},
             "train_error": errors(train, values),

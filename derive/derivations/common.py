@@ -133,7 +133,8 @@ def model_notes(work: Work, setup: Setup, longest: int | None = None) -> None:
     beyond = arch.position_note(longest, setup.model.name) if longest else None
     if beyond:
         work.note(beyond)
-    for note in checkpoint_notes(arch.weight_recipe, arch.expert_format, setup.dtype):
+    gpus = [g for g in (setup.gpu, setup.vs) if g is not None]
+    for note in checkpoint_notes(arch.weight_recipe, arch.expert_format, setup.dtype, gpus):
         work.note(note)
     sanity_notes(work, setup)
 
