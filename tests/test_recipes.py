@@ -104,6 +104,22 @@ def test_a_plan_says_how_the_checkpoint_ships():
     assert "size it as shipped" not in notes("fp8-block")
 
 
+def test_the_default_dtype_is_the_shipped_recipe_where_the_accelerator_runs_it():
+    """DeepSeek-V3's quantization_config names 128 x 128 FP8 blocks (deepseek-ai/DeepSeek-V3 config.json): an H200
+    sizes it so by default; an A100 has no FP8 tensor cores (NVIDIA A100 datasheet: no FP8 row), so there, and in a
+    plan or comparison that includes one, the default is bf16 and a note says why. An explicit --dtype wins."""
+    import derive
+
+    h200 = derive.predict("deepseek-v3", "h200")
+    assert h200.inputs["dtype"] == "fp8-block" and "dtype" in h200.inputs["defaults"]
+    a100 = derive.predict("deepseek-v3", "a100")
+    assert a100.inputs["dtype"] == "bf16"
+    assert "a100 has no fp8 matmul peak, so it is sized in bf16" in " ".join(a100.notes)
+    assert derive.predict("deepseek-v3", "h200", dtype="bf16").inputs["dtype"] == "bf16"
+    assert derive.compare("deepseek-v3", "h200", vs="a100").inputs["dtype"] == "bf16"
+    assert derive.predict("llama3-8b", "h200").inputs["dtype"] == "bf16"  # no quantization_config
+
+
 def test_a_sweep_takes_only_plain_formats_for_the_cache():
     import derive
     from derive.core.errors import DeriveError
