@@ -66,6 +66,10 @@ def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str
         gpus = [fields[key] for key in ("gpu", "vs") if key in fields]
         filled["dtype"] = shipped_recipe(model.config.weight_recipe, str(filled["dtype"]), gpus)
     fields["dtype"] = checked_dtype(filled["dtype"], "--dtype", weights=True)
+    if "kv_dtype" in values and values["kv_dtype"] is None:  # offered and left to its rule: the recipe's activations
+        order = [*DEFAULTS]
+        order.insert(order.index("dtype") + 1, "kv_dtype")
+        defaults = sorted([*defaults, "kv_dtype"], key=order.index)
     link = values.get("link")
     if link is not None:
         fields["link_name"] = values.get("link_name") or str(link)

@@ -69,7 +69,7 @@ def test_terminal_output_is_a_worked_derivation(run):
     result = run("knee", "--model", "llama70b")
     assert result.exit_code == 0
     out = result.stdout
-    assert "defaults used: gpu=h100, dtype=bf16, context=2048, tp=2" in out
+    assert "defaults used: gpu=h100, dtype=bf16, kv_dtype=bf16, context=2048, tp=2" in out
     # The weights a step reads: every matrix, and the embedding table only by its B·tau gathered rows.
     assert (
         "B_knee = (N·P·b_w·s_kv - N_look·P·b_w·s_kv)/(BW·F·s_kv·τ + BW·F_att·s_kv·τ - K_seq·P·n - P·b_w·n_g·s_kv·τ)"
