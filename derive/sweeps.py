@@ -231,8 +231,9 @@ def compile_combination(
     """One model, accelerator and dtype (None: the recipe the checkpoint ships in) compiled: a catalog name or a
     loaded model (a --config) alike."""
     loaded = load_model(model) if isinstance(model, str) else model
-    dtype = shipped_recipe(loaded.config.weight_recipe, DEFAULTS["dtype"]) if dtype is None else dtype
     accelerator = load_gpu(gpu) if isinstance(gpu, str) else gpu
+    if dtype is None:  # the checkpoint's recipe where the accelerator runs it (derive/recipes.py)
+        dtype = shipped_recipe(loaded.config.weight_recipe, DEFAULTS["dtype"], [accelerator])
     values, library = predictor_inputs(loaded, accelerator, dtype, kv_dtype=kv_dtype)
     system = system_of(accelerator)
     if system is not None and accelerator.link is not None:  # a tp group past the node crosses its network

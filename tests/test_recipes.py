@@ -118,6 +118,8 @@ def test_the_default_dtype_is_the_shipped_recipe_where_the_accelerator_runs_it()
     assert derive.predict("deepseek-v3", "h200", dtype="bf16").inputs["dtype"] == "bf16"
     assert derive.compare("deepseek-v3", "h200", vs="a100").inputs["dtype"] == "bf16"
     assert derive.predict("llama3-8b", "h200").inputs["dtype"] == "bf16"  # no quantization_config
+    swept = derive.sweep("predict", "deepseek-v3", "a100,h200", batch="1").table()
+    assert swept.column("dtype").to_pylist() == ["bf16", "fp8-block"]
 
 
 def test_a_sweep_takes_only_plain_formats_for_the_cache():
