@@ -7,6 +7,8 @@ from derive.core.evaluation import evaluate
 from derive.core.render import listing_json
 from derive.core.units import format_quantity
 from derive.derivations.common import model_library
+from derive.inputs import INPUTS
+from derive.recipes import shipped_recipe
 from formulas import notation as sym
 
 
@@ -23,6 +25,9 @@ def models(as_json: bool = False) -> str:
                 "title": model.title,
                 "family": cfg.family,
                 "kind": "MoE" if cfg.is_moe else "dense",
+                # The default --dtype, and the format routed experts ship in where it differs (sized so always).
+                "weights": shipped_recipe(cfg.weight_recipe, INPUTS["dtype"].default)
+                + (f", {cfg.expert_format} experts" if cfg.expert_format else ""),
                 "layers": " + ".join(f"{shapes[k.layers]} {k.tag}" for k in model.formulas.kinds),
                 "total_params": int(evaluate(sym.N.symbol, dict(shapes), library)),
                 "active_params": int(evaluate(sym.N_act.symbol, dict(shapes), library)),
@@ -33,7 +38,7 @@ def models(as_json: bool = False) -> str:
         )
     if as_json:
         return listing_json("models", "models", rows)
-    keys = ("name", "family", "kind", "layers")
+    keys = ("name", "family", "kind", "weights", "layers")
     widths = {key: max(len(key), *(len(str(r[key])) for r in rows)) for key in keys}
     head = "  ".join(f"{key:<{widths[key]}}" for key in keys)
     lines = [f"{head}  {'parameters':>17}  {'active':>17}  aliases"]
