@@ -379,8 +379,9 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
             span_sym = mixer.span().symbol
             if kv_sym is not None:
                 for key, context in (("S", S), ("S_p", S_p)):
-                    cache_at[key] += mixer.cache(s, context, kv_sym.symbol)
-                    per_rank[key] += mixer.cache(s, context, kv_sym.symbol) / _split(mixer)
+                    cached = mixer.cache(s, context, kv_sym.symbol)
+                    cache_at[key] += cached
+                    per_rank[key] += cached / _split(mixer)
                 grows, held = mixer.cache_growth(s, kv_sym.symbol)
                 marginal, fixed = marginal + grows, fixed + held
             attended["S"] += mixer.attended(s, S, a.symbol)
@@ -425,7 +426,7 @@ def _costs(arch: Architecture, syms: _Symbols) -> tuple[tuple[Formula, ...], tup
 
     # Where the kinds split their caches different ways (a Mamba or linear-attention state over its many heads beside
     # attention's few KV heads), s_kv is the whole cache over one accelerator's share, not the fewest heads' min(n, h).
-    splits = {mixer.cache_splits() for mixer in mixers if mixer.cache_splits() and _keeps_cache(mixer, syms)}
+    splits = {split for mixer in mixers if (split := mixer.cache_splits()) and _keeps_cache(mixer, syms)}
     shards = (
         (
             Formula(n.s_kv, n.kv_seq.symbol / per_rank["S"], _SHARDS),
