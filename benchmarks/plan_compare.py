@@ -11,7 +11,10 @@ aiconfigurator is never a dependency: tools in its own virtual environment recor
      `estimate` = derive's own tokens/s per GPU over aiconfigurator's for the same layout (target within 10%). Where
      the layouts' figures change once aiconfigurator's glitched MoE table rows are repaired
      (benchmarks/data/aiconfigurator-0.12-glitches.json, tools/aiconfigurator_glitch.py), a second line rates the
-     pick against the repaired search, and the summary gives both.
+     pick against the repaired search, and the summary gives both. Where aiconfigurator's best spans nodes with an
+     expert group its DeepEP tables price from one node's rows (benchmarks/data/aiconfigurator-0.12-deepep.json's
+     ep_probe: the same seconds at every larger EP), a line gives derive's own figure for that layout and rates the
+     pick against aiconfigurator's best among the layouts its tables price at their own size.
    - disaggregated: derive's best (prefill layout, decode layout) pair, rated by aiconfigurator's per-layout worker
      tables as S_o/(N_p/Q_p + N_d/Q_d) (formulas/disaggregated.py's balance, workers in any ratio, each pool at
      aiconfigurator's rate-match share), against the best pair those tables allow rated the same way; and derive's
@@ -29,6 +32,7 @@ aiconfigurator is never a dependency: tools in its own virtual environment recor
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import time
 from pathlib import Path
@@ -49,6 +53,8 @@ H100_CASES = Path(__file__).parent / "data" / "aiconfigurator-0.12-plan.json"
 # aiconfigurator's figures where its MoE tables hold non-physical rows, rerun with them repaired
 # (tools/aiconfigurator_glitch.py): a second rating of derive's pick beside the recorded one.
 GLITCHES = Path(__file__).parent / "data" / "aiconfigurator-0.12-glitches.json"
+# aiconfigurator's DeepEP tables, and what its op answers at every EP (tools/aiconfigurator_deepep.py's ep_probe).
+DEEPEP = Path(__file__).parent / "data" / "aiconfigurator-0.12-deepep.json"
 GPUS = {"h100_sxm": "h100", "h200_sxm": "h200", "b200_sxm": "b200"}
 RECIPES = {"bfloat16": "bf16", "fp8_block": "fp8-block", "fp8": "fp8-dynamic"}  # aiconfigurator's GEMM mode -> derive's
 LAYOUT_TARGET, ESTIMATE_TARGET = 0.95, 0.10
@@ -60,6 +66,41 @@ def aiconfigurator_name(layout: Layout, moe: bool) -> str:
         return f"tp{layout.tp}pp{layout.pp}dp{layout.dp}etp1ep1"
     expert_tp = layout.tp * layout.dp // layout.ep
     return f"tp{layout.tp}pp{layout.pp}dp{layout.dp}etp{expert_tp}ep{layout.ep}"
+
+
+def one_node_rows(system: dict[str, Any], name: str) -> int | None:
+    """Nodes aiconfigurator layout `name`'s expert group spans where its DeepEP op answers from one node's rows
+    (`system`: the DeepEP file's entry for its system), else None. It takes DeepEP with whole experts (etp1) under
+    attention data parallelism; its tables hold one node's EP, and the op returns their seconds at any larger EP."""
+    sizes = {key: int(value) for key, value in re.findall(r"([a-z]+)(\d+)", name)}
+    if sizes.get("etp") != 1 or sizes.get("ep", 1) <= 1 or sizes.get("dp", 1) <= 1:
+        return None
+    probes = [system["ep_probe"][path]["seconds_by_ep"].get(str(sizes["ep"]), {}) for path in ("ll", "ht")]
+    if all(p.get("node_num", 1) > 1 and p.get("max_rel_diff_vs_table_ep") == 0.0 for p in probes):
+        return int(probes[0]["node_num"])
+    return None
+
+
+def _own_size_line(
+    case: dict[str, Any], found: Any, theirs: dict[str, float], rated: float | None, deepep: dict[str, Any]
+) -> float | None:
+    """Where aiconfigurator's best layout's expert group spans nodes priced from one node's DeepEP rows, print
+    derive's figure for that layout and the pick's rating against aiconfigurator's best among the layouts its tables
+    price at their own size; return that rating (None where the best is priced at its own size)."""
+    system = deepep["systems"].get(case["system"])
+    best = case["agg"]["best"]["parallel"]
+    nodes = None if system is None else one_node_rows(system, best)
+    if nodes is None or rated is None:
+        return None
+    own = {name: value for name, value in theirs.items() if one_node_rows(system, name) is None}
+    top = max(own, key=own.__getitem__)
+    mine = next((r for r in found.rows if aiconfigurator_name(r.layout, case["moe"]) == best), None)
+    said = "derive finds it infeasible" if mine is None else f"derive puts it at {mine.per_accelerator:,.0f}"
+    print(
+        f"  aiconfigurator's best spans {nodes} nodes, its DeepEP priced from one node's rows: {said}; among its "
+        f"layouts priced at their own size, its best {top} {own[top]:,.0f}: layout {rated / own[top]:.2f}"
+    )
+    return rated / own[top]
 
 
 def _balanced(osl: int, prefill: dict[str, Any], decode: dict[str, Any]) -> float:
@@ -161,6 +202,7 @@ def scenarios() -> None:
     layouts, estimates, split_layouts, split_estimates = [], [], [], []
     repaired_layouts, repaired_estimates, same_batch = [], [], []
     repaired = json.loads(GLITCHES.read_text())["scenarios"]
+    deepep, own_size = json.loads(DEEPEP.read_text()), []
     started = time.perf_counter()
     for case in data["scenarios"]:
         agg = case.get("agg") or {}
@@ -204,6 +246,7 @@ def scenarios() -> None:
         _at_their_batch_line(
             found, chosen, _their_row(agg.get("ranked", []), agg.get("pareto_top10", []), name), rated, same_batch
         )
+        at_own_size = _own_size_line(case, found, theirs, rated, deepep)
         fixed = repaired.get(case["id"])
         if fixed is not None and fixed["changed_layouts"]:
             figures = {name: row["repaired"] for name, row in fixed["layouts"].items() if row["repaired"]}
@@ -216,6 +259,8 @@ def scenarios() -> None:
             )
             repaired_layouts[-1] = again / top
             repaired_estimates[-1] = abs(chosen.per_accelerator / again - 1)
+        if layout is not None:
+            own_size.append(repaired_layouts[-1] if at_own_size is None else at_own_size)
         line, split_layout, split_estimate = _disaggregated(case, found, targets)
         print(line)
         if split_layout is not None and split_estimate is not None:
@@ -230,6 +275,12 @@ def scenarios() -> None:
             "the same with aiconfigurator's glitched MoE rows repaired: worst layout ratio "
             f"{min(repaired_layouts):.2f}, median {statistics.median(repaired_layouts):.2f}; estimate off by "
             f"{statistics.median(repaired_estimates):.0%} at the median, {max(repaired_estimates):.0%} at worst"
+        )
+    if own_size != repaired_layouts:
+        print(
+            "the same with the glitched rows repaired and against aiconfigurator's best among layouts it prices at "
+            "their own size: worst layout ratio "
+            f"{min(own_size):.2f}, median {statistics.median(own_size):.2f}"
         )
     if same_batch:
         print(

@@ -376,3 +376,22 @@ def test_the_plans_memory_batch_is_fits_at_the_end_of_the_reply(model):
         if layout.pp == layout.dp == layout.ep == 1 and layout.tp in (2, 4, 8):
             fit = derive.fit(model, gpu="h100", tp=layout.tp, context=2304).results["max_sequences"].magnitude
             assert int(by_memory) == fit, layout
+
+
+def test_plan_compare_knows_which_layouts_aiconfigurator_prices_from_one_nodes_deepep_rows():
+    """aiconfigurator 0.12's DeepEP tables hold one node's EP (8 on HGX, 4 on GB200) and its op answers any larger EP
+    with their seconds (benchmarks/data/aiconfigurator-0.12-deepep.json's ep_probe): benchmarks/plan_compare.py rates
+    a pick beside the layouts it prices at their own size, and says which those are."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "benchmarks" / "plan_compare.py"
+    spec = importlib.util.spec_from_file_location("plan_compare", path)
+    assert spec is not None and spec.loader is not None
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    systems = json.loads(compare.DEEPEP.read_text())["systems"]
+    assert compare.one_node_rows(systems["h200_sxm"], "tp1pp1dp16etp1ep16") == 2
+    assert compare.one_node_rows(systems["h200_sxm"], "tp1pp1dp8etp1ep8") is None  # one node's own rows
+    assert compare.one_node_rows(systems["h200_sxm"], "tp1pp1dp16etp2ep8") is None  # experts split: no DeepEP
+    assert compare.one_node_rows(systems["gb200"], "tp1pp1dp8etp1ep8") == 2  # four GPUs a GB200 tray
