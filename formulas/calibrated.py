@@ -69,6 +69,7 @@ eps_ar = define(
     "",
     r"\epsilon_{ar}",
     "growth of the one-shot all-reduce's time a ring byte, in units of two accelerators', with each doubling",
+    signed=True,  # a growth rate: the fit may put it below zero (the large-message kernel's does)
 )
 eta_w = define(
     "weight_stream_efficiency", "eta_w", "", r"\eta_{w}", "fraction of peak bandwidth a weight-streaming GEMM reaches"
@@ -119,6 +120,7 @@ eps_arp = define(
     "",
     r"\epsilon_{ar,p}",
     "growth of the large-message all-reduce's time a ring byte, in units of two accelerators', with each doubling",
+    signed=True,  # fitted below zero on every accelerator: past two, the kernel's time a ring byte shrinks
 )
 w_0 = define(
     "narrow_gemm_width",

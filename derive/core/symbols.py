@@ -29,6 +29,7 @@ class Sym:
     latex:   how a sheet writes it.
     meaning: one line saying what it is.
     value:   set only for constants (2 FLOPs per multiply-accumulate).
+    signed:  may be negative (a fitted growth rate); every other quantity is positive, as SymPy assumes.
     """
 
     key: str
@@ -37,10 +38,11 @@ class Sym:
     latex: str
     meaning: str
     value: sympy.Rational | None = field(default=None, compare=False)
+    signed: bool = False
 
     @cached_property
     def symbol(self) -> sympy.Symbol:
-        return sympy.Symbol(self.name, positive=True)
+        return sympy.Symbol(self.name, real=True) if self.signed else sympy.Symbol(self.name, positive=True)
 
     def __str__(self) -> str:
         return self.name
@@ -48,17 +50,20 @@ class Sym:
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         # Unpickled in another process (derive sheets' workers send their answers back), a symbol is that
         # process's own, defined there if it was not yet: values are keyed by symbol, and printing looks symbols up.
-        return (define, (self.key, self.name, self.unit, self.latex, self.meaning, self.value))
+        return (define, (self.key, self.name, self.unit, self.latex, self.meaning, self.value, self.signed))
 
 
-def define(key: str, name: str, unit_text: str, latex: str, meaning: str, value: object = None) -> Sym:
-    """Create and register a symbol; its unit must be in base units so values stay coherent."""
+def define(
+    key: str, name: str, unit_text: str, latex: str, meaning: str, value: object = None, signed: bool = False
+) -> Sym:
+    """Create and register a symbol; its unit must be in base units so values stay coherent. `signed`: it may be
+    negative (SymPy takes every other symbol as positive)."""
     unit(unit_text)  # an unknown unit fails here, at definition
     if to_base_factor(unit_text) != 1:
         raise UnitError(
             f"symbol {key}: unit '{unit_text}' is not in base units", "Declare it in byte, second, FLOP, ..."
         )
-    sym = Sym(key, name, unit_text, latex, meaning, None if value is None else sympy.Rational(value))
+    sym = Sym(key, name, unit_text, latex, meaning, None if value is None else sympy.Rational(value), signed)
     existing = _BY_KEY.get(key) or _BY_SYMBOL.get(sym.symbol)
     if existing is not None:
         if existing == sym:
