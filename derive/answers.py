@@ -89,7 +89,7 @@ class Inputs(dict):  # type: ignore[type-arg]
         from derive import scenario
 
         values = {key: value for key, value in {**self, **overrides}.items() if value is not None}
-        return scenario.build(values, given=getattr(self, "given", ()))
+        return scenario.build(values, given=getattr(self, "given", ()), dtype_option="--set dtype")
 
 
 def assumed(inputs: Mapping[str, Any], key: str, unit: str = "") -> sympy.Expr:

@@ -91,21 +91,30 @@ def from_quantization_config(quant: Mapping[str, Any]) -> tuple[str, str]:
     return "", f"quant_method '{method}'"
 
 
-def checkpoint_notes(weight_recipe: str, expert_format: str, dtype: str, gpus: Sequence[Any] = ()) -> list[str]:
+def _given(option: str, value: str) -> str:
+    """An option with its value as the user types it: `--dtype fp8`, `--set dtype=fp8`."""
+    return f"{option}={value}" if option.startswith("--set ") else f"{option} {value}"
+
+
+def checkpoint_notes(
+    weight_recipe: str, expert_format: str, dtype: str, gpus: Sequence[Any] = (), option: str = "--dtype"
+) -> list[str]:
     """What a sheet or a plan says where the checkpoint ships weights in a format other than `dtype`: the recipe its
     quantization_config names (model.py's weight_recipe), why it is not the one sized where an accelerator of `gpus`
-    has no matmul peak for it, and routed experts sized in their own format."""
+    has no matmul peak for it, and routed experts sized in their own format. `option`: how the user gives the dtype
+    (--dtype, or `derive answer`'s --set dtype)."""
     from derive.core.units import format_quantity
 
     notes = []
+    overridable = option == "--dtype"  # a command that takes --flops; a question takes only the inputs it names
     if weight_recipe and dtype != weight_recipe:
         shipped = recipes()[weight_recipe]
         without = lacking(weight_recipe, gpus)
         how = (
             f"{' and '.join(without)} {'has' if len(without) == 1 else 'have'} no {shipped.gemm} matmul peak, so "
-            f"it is sized in {dtype} (--dtype {shipped.name} with --flops sizes it as shipped)"
+            f"it is sized in {dtype}" + (f" (--dtype {shipped.name} with --flops sizes it as shipped)" * overridable)
             if without
-            else f"pass --dtype {shipped.name} to size it as shipped"
+            else f"pass {_given(option, shipped.name)} to size it as shipped"
         )
         notes.append(
             f"the checkpoint ships {shipped.name} weights ({shipped.about}, {format_quantity(8 * shipped.bytes, '')} "

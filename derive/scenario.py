@@ -23,13 +23,16 @@ SPECULATION = ("draft_tokens", "acceptance", "draft_cost", "mtp")  # read togeth
 LINKS = ("nvlink", "network")  # named links: the system's NVLink, its scale-out network per accelerator
 
 
-def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str] | None = None) -> Any:
+def build(
+    values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str] | None = None, dtype_option: str = "--dtype"
+) -> Any:
     """A derivations.Setup from `values`.
 
     `values` maps input names to values; a name present with the value None was offered and left to its
     default (it is listed in the Setup's defaults), a name absent was not offered. `given` names the inputs
     the user set; by default every name with a value. `model` is a catalog name or a loaded Model, `config`
-    a path to a config.json; `gpu` and `vs` are names or loaded accelerators.
+    a path to a config.json; `gpu` and `vs` are names or loaded accelerators. `dtype_option`: how the caller's user
+    gives the weights' dtype (`derive answer` takes `--set dtype`), for what the errors and notes say.
     """
     from derive.catalog import Gpu, Model, load_config_path, load_gpu, load_model
     from derive.core.errors import DeriveError
@@ -65,7 +68,8 @@ def build(values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str
 
         gpus = [fields[key] for key in ("gpu", "vs") if key in fields]
         filled["dtype"] = shipped_recipe(model.config.weight_recipe, str(filled["dtype"]), gpus)
-    fields["dtype"] = checked_dtype(filled["dtype"], "--dtype", weights=True)
+    fields["dtype"] = checked_dtype(filled["dtype"], dtype_option, weights=True)
+    fields["dtype_option"] = dtype_option
     if "kv_dtype" in values and values["kv_dtype"] is None:  # offered and left to its rule: the recipe's activations
         order = [*DEFAULTS]
         order.insert(order.index("dtype") + 1, "kv_dtype")

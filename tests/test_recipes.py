@@ -104,6 +104,18 @@ def test_a_plan_says_how_the_checkpoint_ships():
     assert "size it as shipped" not in notes("fp8-block")
 
 
+def test_an_answer_says_how_to_size_the_checkpoint_as_shipped_in_its_own_words():
+    """A question keeps its own dtype when a user swaps in DeepSeek-V3 (fp8-block as shipped, its config.json): the
+    note names `derive answer`'s --set dtype=, and on an A100 (no FP8 row in its datasheet) offers no --flops, which
+    a question does not take."""
+    import derive
+
+    h200 = derive.answer("decode-knee", model="deepseek-v3", gpu="h200").to_markdown()
+    assert "pass --set dtype=fp8-block to size it as shipped" in h200
+    a100 = derive.answer("decode-knee", model="deepseek-v3", gpu="a100").to_markdown()
+    assert "so it is sized in bf16" in a100 and "--flops" not in a100
+
+
 def test_the_default_dtype_is_the_shipped_recipe_where_the_accelerator_runs_it():
     """DeepSeek-V3's quantization_config names 128 x 128 FP8 blocks (deepseek-ai/DeepSeek-V3 config.json): an H200
     sizes it so by default; an A100 has no FP8 tensor cores (NVIDIA A100 datasheet: no FP8 row), so there, and in a

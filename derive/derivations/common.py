@@ -46,6 +46,7 @@ class Setup:
     allow_long_context: bool = False  # a --context past the config's positions, sized anyway
     speculation: Speculation = NONE  # a draft's tokens, acceptance and cost, or the config's MTP (plan, predict)
     defaults: tuple[str, ...] = field(default=())  # options the user left to their defaults
+    dtype_option: str = "--dtype"  # how the user gives the dtype (`derive answer`: --set dtype), for the notes
 
     def __post_init__(self) -> None:
         from derive.core import validate
@@ -134,7 +135,7 @@ def model_notes(work: Work, setup: Setup, longest: int | None = None) -> None:
     if beyond:
         work.note(beyond)
     gpus = [g for g in (setup.gpu, setup.vs) if g is not None]
-    for note in checkpoint_notes(arch.weight_recipe, arch.expert_format, setup.dtype, gpus):
+    for note in checkpoint_notes(arch.weight_recipe, arch.expert_format, setup.dtype, gpus, setup.dtype_option):
         work.note(note)
     sanity_notes(work, setup)
 
@@ -358,6 +359,17 @@ def decode_inputs(work: Work, setup: Setup) -> None:
         work.compute(count_formula)
     for name in ("weight_bytes", "kv_bytes_per_token", "kv_bytes_per_sequence", "weight_flops_per_token"):
         work.compute(work.library.get(name))
+
+
+def flop_inputs(work: Work, setup: Setup) -> None:
+    """decode_inputs' counts and per-token work without their bytes: what `derive flops` reads (it sizes no weights
+    or cache, so it neither offers nor needs a dtype)."""
+    aggregates(work, setup)
+    work.given(sym.S, setup.context, "--context" if "context" not in setup.defaults else "default")
+    for count_formula in setup.model.formulas.per_token:
+        if "byte" not in count_formula.defines.unit:  # a kind's cache bytes and intensities are the other sheets'
+            work.compute(count_formula)
+    work.compute(work.library.get("weight_flops_per_token"))
 
 
 def plain_step(setup: Setup) -> str:

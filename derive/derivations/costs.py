@@ -19,6 +19,7 @@ from derive.derivations.common import (
     accelerator,
     decode_inputs,
     decode_inputs_at_mean_context,
+    flop_inputs,
     held_per_accelerator,
     model_notes,
     more_than,
@@ -39,7 +40,7 @@ from formulas.reads import W_read
 def flops(setup: Setup) -> Sheet:
     model = setup.model
     work = start("flops", f"FLOPs per token of {model.title} at {setup.context:,} tokens", setup)
-    decode_inputs(work, setup)
+    flop_inputs(work, setup)
     work.given(sym.N_act, evaluate(sym.N_act.symbol, dict(model.formulas.shapes), work.library), "config")
     work.heading("Beyond 2N")
     work.compute(work.library.get("attention_flops_per_token"), "attention_flops_per_token")
