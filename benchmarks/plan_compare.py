@@ -42,7 +42,7 @@ import numpy as np
 import sympy
 
 from derive.catalog import load_gpu, load_model
-from derive.disaggregation import disaggregate
+from derive.disaggregation import decode_capacity, disaggregate
 from derive.layouts import Layout
 from derive.planning import Targets, pick, search_gpu
 from formulas import disaggregated as dis
@@ -110,8 +110,11 @@ def _balanced(osl: int, prefill: dict[str, Any], decode: dict[str, Any]) -> floa
     return osl / (prefill["num_gpus"] / q_p + decode["num_gpus"] / q_d)
 
 
-def _disaggregated(case: dict[str, Any], found: Any, targets: Targets) -> tuple[str, float | None, float | None]:
-    """The line to print, and where aiconfigurator's tables hold derive's pair, its layout and estimate ratios."""
+def _disaggregated(
+    case: dict[str, Any], found: Any, targets: Targets
+) -> tuple[str, float | None, float | None, float | None]:
+    """The line to print, and where aiconfigurator's tables hold derive's pair, its layout and estimate ratios and
+    the estimate of its decode worker at aiconfigurator's batch for it."""
     tables = case.get("disagg") or {}
     prefills = {r["parallel"]: r for r in tables.get("prefill_workers", []) if r.get("meets_ttft")}
     decodes = {r["parallel"]: r for r in tables.get("decode_workers", []) if r.get("meets_tpot")}
@@ -120,12 +123,13 @@ def _disaggregated(case: dict[str, Any], found: Any, targets: Targets) -> tuple[
             f"  disaggregated: aiconfigurator has no pair ({tables.get('error') or 'no worker meets the targets'})",
             None,
             None,
+            None,
         )
     split = disaggregate(
         found.table, found.compiled, found.system, found.gpu.name, targets, None, 4096, case["total_gpus"]
     )
     if split is None:
-        return "  disaggregated: derive finds no pair", None, None
+        return "  disaggregated: derive finds no pair", None, None, None
     fits = [
         (p, d)
         for p in prefills.values()
@@ -133,7 +137,7 @@ def _disaggregated(case: dict[str, Any], found: Any, targets: Targets) -> tuple[
         if p["num_gpus"] + d["num_gpus"] <= case["total_gpus"]
     ]
     if not fits:
-        return "  disaggregated: no pair of aiconfigurator's workers fits the GPU budget", None, None
+        return "  disaggregated: no pair of aiconfigurator's workers fits the GPU budget", None, None, None
     best = max(_balanced(case["osl"], p, d) for p, d in fits)  # one worker of each within the budget, as derive's
     p_name, d_name = (aiconfigurator_name(lt, case["moe"]) for lt in (split.prefill, split.decode))
     if p_name not in prefills or d_name not in decodes:
@@ -141,14 +145,27 @@ def _disaggregated(case: dict[str, Any], found: Any, targets: Targets) -> tuple[
             f"  disaggregated: derive's pair {split.prefill} + {split.decode} is not in aiconfigurator's tables",
             None,
             None,
+            None,
         )
     rated = _balanced(case["osl"], prefills[p_name], decodes[d_name])
+    theirs = decodes[d_name]
+    decode = _decode_rate(found, split.decode, theirs, case["osl"])
+    paired = float(dis.SERVED[dis.u_d]) * theirs["seq_s_worker"]  # at the paired pool's share, as _balanced and Q_d
     line = (
         f"  disaggregated: derive {split.prefill} + {split.decode} ({split.per_accelerator:,.0f} tok/s/GPU), "
         f"aiconfigurator rates it {rated:,.0f} against its best pair's {best:,.0f}: layout {rated / best:.2f}, "
-        f"estimate {split.per_accelerator / rated:.2f}"
+        f"estimate {split.per_accelerator / rated:.2f}\n"
+        f"    its decode worker at aiconfigurator's batch for it ({theirs['global_bs']:,} sequences against derive's "
+        f"{split.decode_sequences:,}; aiconfigurator's memory holds {theirs['max_bs_fits'] * split.decode.dp:,}): "
+        f"derive {decode:.2f} requests/s, aiconfigurator {paired:.2f}: estimate {decode / paired:.2f}"
     )
-    return line, rated / best, split.per_accelerator / rated
+    return line, rated / best, split.per_accelerator / rated, decode / paired
+
+
+def _decode_rate(found: Any, layout: Layout, theirs: dict[str, Any], output: int) -> float:
+    """derive's decode worker of `layout` at aiconfigurator's batch for it (`theirs`: its decode worker row; global_bs
+    is every attention rank's sequences), in requests a second as served."""
+    return decode_capacity(found.table, found.compiled, layout, theirs["global_bs"] / layout.pp, output)
 
 
 def _rated(ranked: list[dict[str, Any]], pareto: list[dict[str, Any]]) -> dict[str, float]:
@@ -200,7 +217,7 @@ def scenarios() -> None:
     data = json.loads(DATA.read_text())
     print(f"aiconfigurator: {data['source']}")
     layouts, estimates, split_layouts, split_estimates = [], [], [], []
-    repaired_layouts, repaired_estimates, same_batch = [], [], []
+    repaired_layouts, repaired_estimates, same_batch, decode_estimates = [], [], [], []
     repaired = json.loads(GLITCHES.read_text())["scenarios"]
     deepep, own_size = json.loads(DEEPEP.read_text()), []
     started = time.perf_counter()
@@ -261,11 +278,12 @@ def scenarios() -> None:
             repaired_estimates[-1] = abs(chosen.per_accelerator / again - 1)
         if layout is not None:
             own_size.append(repaired_layouts[-1] if at_own_size is None else at_own_size)
-        line, split_layout, split_estimate = _disaggregated(case, found, targets)
+        line, split_layout, split_estimate, decode_estimate = _disaggregated(case, found, targets)
         print(line)
-        if split_layout is not None and split_estimate is not None:
+        if split_layout is not None and split_estimate is not None and decode_estimate is not None:
             split_layouts.append(split_layout)
             split_estimates.append(abs(split_estimate - 1))
+            decode_estimates.append(abs(decode_estimate - 1))
     print()
     print(f"derive's searches took {time.perf_counter() - started:.1f} s for {len(data['scenarios'])} scenarios")
     if layouts:
@@ -290,6 +308,10 @@ def scenarios() -> None:
     if split_layouts:
         print(
             _summary("disaggregated, where aiconfigurator's tables hold derive's pair", split_layouts, split_estimates)
+        )
+        print(
+            "their decode workers at aiconfigurator's batch for them: estimate off by "
+            f"{statistics.median(decode_estimates):.0%} at the median, {max(decode_estimates):.0%} at worst"
         )
 
 

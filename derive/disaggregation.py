@@ -304,6 +304,16 @@ def disaggregate(
     )
 
 
+def decode_capacity(table: LayoutTable, compiled: Any, layout: Layout, batch: float, output: int) -> float:
+    """Q_d of one decode worker of `layout` (one of `table`'s) holding `batch` sequences a micro-batch: requests a
+    second it finishes as served (formulas/disaggregated.py), whatever its memory or a target allows."""
+    at = _formulas()
+    inputs = [*table.base, table.per_prompt]
+    index = table.layouts.index(layout)
+    steps = np.broadcast_to(np.asarray(compiled.step(*inputs, float(batch)), float), (len(table.layouts),))
+    return float(np.ravel(at["decode capacity"](batch * layout.pp, 1.0, output, steps[index], *_served()))[0])
+
+
 def fleet_key(cost: float) -> float:
     """A fleet's cost as plans compare it: two fleets of the same accelerators cost the same, whichever sum of
     floats priced them (round-off of 1e-16 must not pick a winner)."""

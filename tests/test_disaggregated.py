@@ -9,7 +9,7 @@ import pytest
 import sympy
 
 from derive.catalog import load_gpu, load_model
-from derive.disaggregation import disaggregate
+from derive.disaggregation import decode_capacity, disaggregate
 from derive.planning import Targets, search_gpu
 from derive.systems import system_for
 from formulas import disaggregated as dis
@@ -83,6 +83,16 @@ def test_the_decode_batch_is_the_largest_its_step_allows():
     inputs = [*(column[i : i + 1] for column in found.table.base), found.table.per_prompt[i : i + 1]]
     over = float(found.compiled.step(*inputs, float(split.decode_batch + 1))[0])
     assert 1.08 * over > 0.020 or split.decode_batch == int(found.table.by_memory[i])
+
+
+def test_a_decode_workers_capacity_at_any_batch_is_the_pools_at_its_own():
+    """decode_capacity (what benchmarks/plan_compare.py rates a decode worker at aiconfigurator's batch with) gives the
+    pair's Q_d at the pair's own micro-batch, and more requests a second at a larger one."""
+    found, split = _split()
+    at = decode_capacity(found.table, found.compiled, split.decode, split.decode_batch, TARGETS.output)
+    assert at == pytest.approx(split.decode_capacity, rel=1e-12)
+    more = decode_capacity(found.table, found.compiled, split.decode, 2 * split.decode_batch, TARGETS.output)
+    assert more > at
 
 
 def test_the_old_forms_at_their_limits():
