@@ -72,8 +72,9 @@ class Gpu:
     overridden: tuple[str, ...] = field(default=())
     architecture: str = ""  # hopper, blackwell, ...: what engines choose kernels by
 
-    def peak(self, dtype: str) -> tuple[sympy.Rational, str]:
-        """Peak FLOP/s for matmuls in `dtype`, and a note on which figure was used."""
+    def peak(self, dtype: str, dtype_option: str = "--dtype") -> tuple[sympy.Rational, str]:
+        """Peak FLOP/s for matmuls in `dtype`, and a note on which figure was used. `dtype_option`: how the user gives
+        the dtype (`derive answer` takes `--set dtype`, and no --flops), for what an error says."""
         dtype = dtype.lower()
         if "flops" in self.overridden:
             return self.flops["override"], "peak FLOP/s given with --flops"
@@ -90,10 +91,12 @@ class Gpu:
             return self.flops["bf16"], f"{dtype}: no {gemm} peak in the datasheet, so the bf16 peak"
         # int8 matmuls are SmoothQuant's (int8-sq); --dtype int8 is weight-only and multiplies in bf16.
         offered = "/".join("int8-sq" if k == "int8" else k for k in self.flops)
-        raise CatalogError(
-            f"{self.name} has no {dtype} peak in its datasheet",
-            f"Pass --flops with the figure to use, or --dtype {offered}",
+        fix = (
+            f"Pass --flops with the figure to use, or --dtype {offered}"
+            if dtype_option == "--dtype"
+            else f"Pass {dtype_option}= one of {offered}"
         )
+        raise CatalogError(f"{self.name} has no {dtype} peak in its datasheet", fix)
 
     def with_overrides(self, **figures: sympy.Rational | None) -> Gpu:
         given = {k: v for k, v in figures.items() if v is not None}

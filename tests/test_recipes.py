@@ -116,6 +116,20 @@ def test_an_answer_says_how_to_size_the_checkpoint_as_shipped_in_its_own_words()
     assert "so it is sized in bf16" in a100 and "--flops" not in a100
 
 
+def test_an_answer_asked_for_a_peak_the_accelerator_lacks_says_how_to_ask_in_its_own_options():
+    """An A100 has no FP8 tensor cores (NVIDIA A100 datasheet: no FP8 row): a question asked for fp8 on one fails
+    naming `derive answer`'s --set dtype=, not --flops (which a question does not take); the command names --dtype."""
+    import derive
+    from derive.core.errors import DeriveError
+
+    for question in ("decode-knee", "decode-bandwidth-bound", "data-pipeline"):
+        with pytest.raises(DeriveError) as failed:
+            derive.answer(question, gpu="a100", dtype="fp8")
+        assert "--set dtype=" in str(failed.value) and "--flops" not in str(failed.value)
+    with pytest.raises(DeriveError, match="--flops"):
+        derive.knee("llama3-8b", "a100", dtype="fp8")
+
+
 def test_the_default_dtype_is_the_shipped_recipe_where_the_accelerator_runs_it():
     """DeepSeek-V3's quantization_config names 128 x 128 FP8 blocks (deepseek-ai/DeepSeek-V3 config.json): an H200
     sizes it so by default; an A100 has no FP8 tensor cores (NVIDIA A100 datasheet: no FP8 row), so there, and in a

@@ -102,6 +102,13 @@ class Setup:
         calibrated's (a draft's verification pass is the layout formulas' alone)."""
         return (self.ep, self.pp, self.dp) == (1, 1, 1) and not self.speculation
 
+    def peak(self, gpu: Gpu | None = None) -> tuple[sympy.Rational, str]:
+        """`gpu`'s (else the setup's accelerator's) peak FLOP/s in the setup's dtype and its note; an accelerator
+        without one fails saying how this setup's user gives another dtype."""
+        chosen = gpu or self.gpu
+        assert chosen is not None
+        return chosen.peak(self.dtype, self.dtype_option)
+
 
 def model_library(model: Model) -> Library:
     """The whole library, with the model's own formulas (its counts, and its costs where its layers differ)."""
@@ -343,7 +350,7 @@ def accelerator(work: Work, setup: Setup, gpu: Gpu | None = None, compute: bool 
         raise DeriveError(f"{work.sheet.command} needs an accelerator", "Pass --gpu NAME (see 'derive gpus')")
     work.given(sym.BW, gpu.bandwidth, "--bandwidth" if "bandwidth" in gpu.overridden else "datasheet")
     if compute:
-        peak, peak_note = gpu.peak(setup.dtype)
+        peak, peak_note = setup.peak(gpu)
         work.given(sym.P, peak, "--flops" if "flops" in gpu.overridden else peak_note)
     work.given(sym.M, gpu.memory, "--memory" if "memory" in gpu.overridden else "datasheet")
     return gpu

@@ -81,7 +81,7 @@ def scenario(command: str, title: str, setup: Setup, settings: list[str]) -> Wor
     if gpu is not None:
         for quantity, value, option in (
             (sym.BW, gpu.bandwidth, "bandwidth"),
-            (sym.P, gpu.peak(setup.dtype)[0], "flops"),
+            (sym.P, setup.peak(gpu)[0], "flops"),
             (sym.M, gpu.memory, "memory"),
             (en.P_acc, gpu.power, "power"),
         ):

@@ -40,7 +40,7 @@ def shard(setup: Setup) -> Sheet:
     work.given(sh.T_ffn, setup.tokens, "default" if "tokens" in setup.defaults else "--tokens")
     work.given(sym.b_w, dtype_bytes(setup.dtype), setup.dtype)
     work.given(sh.b_a, dtype_bytes(activation_format(setup)), activation_format(setup))
-    peak, peak_note = gpu.peak(setup.dtype)
+    peak, peak_note = setup.peak(gpu)
     work.given(sym.BW, gpu.bandwidth, "--bandwidth" if "bandwidth" in gpu.overridden else "datasheet")
     work.given(sym.P, peak, "--flops" if "flops" in gpu.overridden else peak_note)
     n = parallelism(work, setup, gpu)

@@ -139,7 +139,7 @@ def knee(setup: Setup) -> Sheet:
     aggregates(work, setup)
     weight_format(work, setup)
     kv_values(work, setup, compute=False)
-    peak, peak_note = gpu.peak(setup.dtype)
+    peak, peak_note = setup.peak(gpu)
     work.given(sym.BW, gpu.bandwidth, _figure_note(gpu, "bandwidth"))
     work.given(sym.P, peak, peak_note if "flops" not in gpu.overridden else "given with --flops")
     work.given(sym.M, gpu.memory, _figure_note(gpu, "memory"))

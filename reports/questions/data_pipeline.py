@@ -24,7 +24,7 @@ def build(inputs: Inputs) -> Answer:
         "data pipeline", f"Feeding the training of {setup.model.title} on {inputs['gpus']} x {setup.gpu.name}", setup
     )
     aggregates(work, setup)
-    peak, note = setup.gpu.peak(setup.dtype)
+    peak, note = setup.peak()
     work.given(sym.P, peak, note)
     work.given(tr.n_gpu, assumed(inputs, "gpus"), "accelerators in the run")
     work.given(tr.u_tr, assumed(inputs, "mfu"), "assumed: a typical large-run MFU")

@@ -50,7 +50,7 @@ def build(inputs: Inputs) -> Answer:
         "prompt": Quantity(inputs["prompt"], "token"),
         "gpu": Quantity(setup.gpu.name),
         "intensity_n": Quantity(r["gemm_intensity"].value),
-        "peak": Quantity(setup.gpu.peak(setup.dtype)[0], "FLOP/second"),
+        "peak": Quantity(setup.peak()[0], "FLOP/second"),
         "dtype": Quantity(setup.dtype),
     }
     # Which peak sets the ridge: fp32 matmuls run on the CUDA cores, far below the tensor cores' bf16 figure.

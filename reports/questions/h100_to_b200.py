@@ -258,7 +258,7 @@ def _wrong_answers(answer: Answer, old: Setup, new: Setup, q: dict[str, Quantity
     headline_peak, note = new.gpu.peak("fp4") if old.dtype != "fp4" else (None, "")
     if headline_peak is not None and "dequantised" not in note:
         q["fp4_peak"] = Quantity(headline_peak, "FLOP/second")
-        q["fp4_ratio"] = Quantity(headline_peak / old.gpu.peak(old.dtype)[0])
+        q["fp4_ratio"] = Quantity(headline_peak / old.peak()[0])
         q["dtype"] = Quantity(old.dtype)
         answer.wrong_answers.append(
             Prose(

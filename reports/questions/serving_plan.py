@@ -23,6 +23,7 @@ def build(inputs: Inputs) -> Answer:
     from derive.core import validate
     from derive.derivations.common import Setup
     from derive.derivations.plan import layout_sheet
+    from derive.recipes import checkpoint_notes
     from derive.systems import system_for
 
     setup = inputs.setup()
@@ -34,6 +35,8 @@ def build(inputs: Inputs) -> Answer:
         output=setup.output,
     )
     gpus = [load_gpu(name.strip()) for name in str(inputs["gpus"]).split(",") if name.strip()]
+    for gpu in gpus:  # an accelerator without the dtype's peak fails here, in the question's own options
+        setup.peak(gpu)
     max_gpus = validate.count(inputs["max_gpus"], "max_gpus", "--set max_gpus")
     plan = planning.plan(setup.model, gpus, targets, dtype=setup.dtype, max_accelerators=max_gpus)
     pick = plan.pick
@@ -42,7 +45,13 @@ def build(inputs: Inputs) -> Answer:
     found = next(f for f in plan.searches if f.gpu.name == pick.gpu)
     sheet = layout_sheet(
         Setup(
-            model=setup.model, gpu=gpu, dtype=setup.dtype, batch=pick.batch, prompt=setup.prompt, output=setup.output
+            model=setup.model,
+            gpu=gpu,
+            dtype=setup.dtype,
+            batch=pick.batch,
+            prompt=setup.prompt,
+            output=setup.output,
+            dtype_option=setup.dtype_option,
         ),
         pick.layout,
         system_for(gpu),
@@ -167,10 +176,12 @@ def build(inputs: Inputs) -> Answer:
                 q,
             )
         )
+    arch = setup.model.config
+    said = set(checkpoint_notes(arch.weight_recipe, arch.expert_format, setup.dtype, gpus))  # the sheet's notes say it
     answer.caveats += [
         Prose("caveat", note.replace("{", "{{").replace("}", "}}"))
         for note in plan.notes
-        if not note.startswith("price")
+        if not note.startswith("price") and note not in said
     ]
     return answer
 

@@ -125,7 +125,7 @@ def peak(setup: Setup, inputs: Inputs) -> tuple[sympy.Expr, str]:
         return assumed(inputs, "flops", "FLOP/second"), "--set flops"
     assert setup.gpu is not None
     if setup.dtype in setup.gpu.flops:
-        return setup.gpu.peak(setup.dtype)
+        return setup.peak()
     value, _ = setup.gpu.peak("bf16")
     return value, f"assumed: the bf16 tensor-core peak; the catalog has no {setup.dtype} figure"
 
