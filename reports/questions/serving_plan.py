@@ -177,11 +177,12 @@ def build(inputs: Inputs) -> Answer:
             )
         )
     arch = setup.model.config
-    said = set(checkpoint_notes(arch.weight_recipe, arch.expert_format, setup.dtype, gpus))  # the sheet's notes say it
+    # The checkpoint notes the pick's sheet gives already, in this question's words.
+    in_sheet = set(checkpoint_notes(arch.weight_recipe, arch.expert_format, setup.dtype, gpus))
     answer.caveats += [
         Prose("caveat", note.replace("{", "{{").replace("}", "}}"))
         for note in plan.notes
-        if not note.startswith("price") and note not in said
+        if not note.startswith("price") and note not in in_sheet
     ]
     return answer
 
