@@ -189,3 +189,19 @@ def test_every_sheet_checks_the_batch_against_memory_and_the_experts_it_touches(
 def test_a_batch_that_fits_is_not_called_unservable(run):
     result = run("intensity", "--model", "llama3-8b", "--gpu", "h100", "--batch", "8")
     assert result.exit_code == 0 and "not servable" not in result.stdout
+
+
+def test_a_sheet_works_the_terms_its_model_has():
+    """A dense model on one accelerator has no routed experts, latent attention, q/k norms or all-reduce: its predict
+    sheet works none of them and lists none of their constants, as the value is the same; DeepSeek-V3 (MLA, MoE,
+    config.json) on 8 works them all. A zero someone chose stays: decode's recomputed share in HFU."""
+    import derive
+
+    dense = derive.predict("llama3-8b", "h100", batch=8).to_text()
+    for absent in ("t_la ", "t_qnp ", "t_mlp ", "t_Xrt =", "t_AR =", "L_qn"):
+        assert absent not in dense, absent
+    assert "t_fixd = L·t_layer   " in dense
+    mla = derive.predict("deepseek-v3", "h200", tp=8, batch=16).to_text()
+    for present in ("t_la ", "t_Xrt =", "t_AR =", "t_fixd = L·t_layer + L_la·t_la"):
+        assert present in mla, present
+    assert "f_{rc}" in derive.answer("measure-mbu").to_markdown()

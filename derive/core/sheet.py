@@ -6,6 +6,7 @@ object builds a sheet step by step, evaluating each formula as it goes.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import sympy
@@ -14,6 +15,28 @@ from derive.core.evaluation import Values, evaluate
 from derive.core.library import LIBRARY, Formula, Library
 from derive.core.solving import Solution
 from derive.core.symbols import Sym, symbols_of
+
+
+def _may_vanish(factor: sympy.Basic) -> bool:
+    """A switch (a Min or a Max) or a difference of counts: the factors Work._without_absent looks at."""
+    if isinstance(factor, (sympy.Min, sympy.Max)):
+        return True
+    return isinstance(factor, sympy.Add) and any(term.could_extract_minus_sign() for term in factor.args)
+
+
+@functools.lru_cache(maxsize=4096)
+def _vanishes(factor: sympy.Expr, values: tuple[tuple[sympy.Symbol, sympy.Expr], ...]) -> bool:
+    """Whether `factor` is zero at `values`, in floating point: a count can be a power of 10^7 tokens, which exact
+    arithmetic takes minutes over. Cached: the same switches come back step after step."""
+    return bool(factor.xreplace({symbol: sympy.Float(value) for symbol, value in values}) == 0)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pruned(expr: sympy.Expr, zero: frozenset[sympy.Basic]) -> sympy.Expr:
+    """`expr` with the `zero` parts at zero (Work._without_absent), unless that leaves it undefined; cached, as the
+    same formulas come back sheet after sheet and rebuilding a large one is slow."""
+    shown = expr.xreplace(dict.fromkeys(zero, sympy.Integer(0)))
+    return expr if shown.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo) else shown
 
 
 @dataclass(frozen=True)
@@ -98,6 +121,9 @@ class Work:
 
     def __init__(self, sheet: Sheet, library: Library = LIBRARY) -> None:
         self.sheet, self.library = sheet, library
+        # Inputs someone chose (the user, the question, a fit), as against what the model's config and formulas set:
+        # their zeros stay on the sheet (_without_absent).
+        self.chosen: set[Sym] = set()
 
     @property
     def values(self) -> Values:
@@ -113,14 +139,16 @@ class Work:
         exact = sympy.sympify(value)
         self.values[sym] = exact
         self.sheet.steps.append(Given(sym, exact, note, inline))
+        if not note.startswith(("config", "from the config")):
+            self.chosen.add(sym)
         return exact
 
     def compute(self, formula: Formula, result: str | None = None) -> sympy.Expr:
         value = evaluate(formula.expr, self.values, self.library)
         self.values[formula.defines] = value
-        self.sheet.steps.append(
-            Compute(formula.defines, formula.expr, value, formula.source, self._snapshot(formula.expr))
-        )
+        shown = self._without_absent(formula.expr)
+        if shown != 0 or formula.expr == 0:  # else the model lacks the term altogether: it is not worked
+            self.sheet.steps.append(Compute(formula.defines, shown, value, formula.source, self._snapshot(shown)))
         if result:
             self.result(result, formula.defines, value, formula.expr)
         return value
@@ -148,6 +176,32 @@ class Work:
         self.sheet.steps.append(Solve(solution, defines, value, note, self._snapshot(solution.closed_form)))
         if result:
             self.result(result, defines, value, solution.closed_form)
+
+    def _without_absent(self, expr: sympy.Expr) -> sympy.Expr:
+        """`expr` as this model works it: every quantity the model makes zero (a count of layers its config lacks,
+        the routed experts' time a dense model computes to) taken out with the terms it multiplies, so a dense model's
+        sheet does not carry 0·t for the experts' or the latent attention's time, nor list their constants. An input
+        the user or the question set to zero stays (HFU's recomputed share in decode). The value is the same."""
+        zero: dict[sympy.Basic, sympy.Expr] = {
+            s.symbol: sympy.Integer(0)
+            for s in symbols_of(expr)
+            if s.value is None and s not in self.chosen and s in self.values and self.values[s] == 0
+        }
+        # A factor that is zero here takes its product with it: a switch off, Min(1, n - 1) on one accelerator (the
+        # all-reduce it gates is not worked), or a count that cancels, L_sx - L_x where every MoE layer has shared
+        # experts.
+        for product in expr.atoms(sympy.Mul):
+            for factor in product.args:
+                if not _may_vanish(factor):
+                    continue
+                counts = symbols_of(factor)  # pure numbers only: a sum of times is not a switch
+                if any(sym.unit or sym not in self.values for sym in counts):
+                    continue
+                if _vanishes(factor, tuple((sym.symbol, self.values[sym]) for sym in counts)):
+                    zero[product] = sympy.Integer(0)
+        if not zero:
+            return expr
+        return _pruned(expr, frozenset(zero))
 
     def _snapshot(self, expr: sympy.Expr | None) -> dict[Sym, sympy.Expr]:
         if expr is None:
