@@ -93,6 +93,8 @@ def _own_size_line(
     if nodes is None or rated is None:
         return None
     own = {name: value for name, value in theirs.items() if one_node_rows(system, name) is None}
+    if not own:
+        return None
     top = max(own, key=own.__getitem__)
     mine = next((r for r in found.rows if aiconfigurator_name(r.layout, case["moe"]) == best), None)
     said = "derive finds it infeasible" if mine is None else f"derive puts it at {mine.per_accelerator:,.0f}"

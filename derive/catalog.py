@@ -94,7 +94,7 @@ class Gpu:
         fix = (
             f"Pass --flops with the figure to use, or --dtype {offered}"
             if dtype_option == "--dtype"
-            else f"Pass {dtype_option}= one of {offered}"
+            else f"Pass {dtype_option}=NAME, NAME one of {offered}"
         )
         raise CatalogError(f"{self.name} has no {dtype} peak in its datasheet", fix)
 

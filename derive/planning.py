@@ -724,6 +724,7 @@ class Plan:
     max_batch: int
     floor: bool = False
     defaults: tuple[str, ...] = ()
+    dtype_option: str = "--dtype"  # how its user gives the dtype (a question: --set dtype), for the notes
 
     @property
     def rows(self) -> list[Row]:
@@ -854,7 +855,8 @@ class Plan:
                 "tokens a sequence gains from them (formulas/speculative.py)"
             )
         arch = self.model.config
-        out.extend(checkpoint_notes(arch.weight_recipe, arch.expert_format, self.dtype, [f.gpu for f in self.searches]))
+        gpus = [f.gpu for f in self.searches]
+        out.extend(checkpoint_notes(arch.weight_recipe, arch.expert_format, self.dtype, gpus, self.dtype_option))
         beyond = arch.position_note(self.targets.prompt + self.targets.output, self.model.name)
         if beyond:
             out.append(beyond)
@@ -1093,6 +1095,7 @@ def plan(
     price_overrides: str | None = None,
     floor: bool = False,
     defaults: tuple[str, ...] = (),
+    dtype_option: str = "--dtype",
 ) -> Plan:
     from derive.systems import prices
 
@@ -1100,7 +1103,7 @@ def plan(
     searches = [
         search_gpu(model, gpu, dtype, targets, max_accelerators, max_batch, table.get(gpu.name), floor) for gpu in gpus
     ]
-    found = Plan(model, dtype, targets, searches, table, max_accelerators, max_batch, floor, defaults)
+    found = Plan(model, dtype, targets, searches, table, max_accelerators, max_batch, floor, defaults, dtype_option)
     if not found.rows:
         reasons: dict[str, int] = {}
         for f in searches:

@@ -192,15 +192,17 @@ def test_a_batch_that_fits_is_not_called_unservable(run):
 
 
 def test_a_sheet_works_the_terms_its_model_has():
-    """A dense model on one accelerator has no routed experts, latent attention, q/k norms or all-reduce: its predict
-    sheet works none of them and lists none of their constants, as the value is the same; DeepSeek-V3 (MLA, MoE,
-    config.json) on 8 works them all. A zero someone chose stays: decode's recomputed share in HFU."""
+    """A dense model has no routed experts, latent attention or q/k norms, and on one accelerator no all-reduce: its
+    predict sheet leaves them out of the step it sums, as the value is the same; DeepSeek-V3 (MLA, MoE, config.json)
+    on 8 works them all. A zero a sheet keeps stays: decode's recomputed share in HFU."""
     import derive
 
     dense = derive.predict("llama3-8b", "h100", batch=8).to_text()
-    for absent in ("t_la ", "t_qnp ", "t_mlp ", "t_Xrt =", "t_AR =", "L_qn"):
+    for absent in ("t_la ", "t_qnp ", "t_mlp ", "t_Xrt =", "L_qn"):
         assert absent not in dense, absent
     assert "t_fixd = L·t_layer   " in dense
+    # A result the model makes zero is still worked, whole: here why one accelerator has no all-reduce.
+    assert "TPOT = t_ewd + t_fixd + Max" in dense and "t_AR = L·m_AR·" in dense
     mla = derive.predict("deepseek-v3", "h200", tp=8, batch=16).to_text()
     for present in ("t_la ", "t_Xrt =", "t_AR =", "t_fixd = L·t_layer + L_la·t_la"):
         assert present in mla, present

@@ -28,7 +28,7 @@ def _may_vanish(factor: sympy.Basic) -> bool:
 def _vanishes(factor: sympy.Expr, values: tuple[tuple[sympy.Symbol, sympy.Expr], ...]) -> bool:
     """Whether `factor` is zero at `values`, in floating point: a count can be a power of 10^7 tokens, which exact
     arithmetic takes minutes over. Cached: the same switches come back step after step."""
-    return bool(factor.xreplace({symbol: sympy.Float(value) for symbol, value in values}) == 0)
+    return factor.xreplace({symbol: sympy.N(value) for symbol, value in values}).is_zero is True
 
 
 @functools.lru_cache(maxsize=4096)
@@ -114,6 +114,9 @@ class Sheet:
     results: dict[str, Result] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     values: Values = field(default_factory=dict)
+    # Inputs given as a point the sheet makes (decode's zero recomputation in HFU): their zeros stay in the worked
+    # formulas, where the model's own zeros are taken out (Work._without_absent).
+    kept: set[Sym] = field(default_factory=set)
 
 
 class Work:
@@ -121,9 +124,6 @@ class Work:
 
     def __init__(self, sheet: Sheet, library: Library = LIBRARY) -> None:
         self.sheet, self.library = sheet, library
-        # Inputs someone chose (the user, the question, a fit), as against what the model's config and formulas set:
-        # their zeros stay on the sheet (_without_absent).
-        self.chosen: set[Sym] = set()
 
     @property
     def values(self) -> Values:
@@ -135,18 +135,21 @@ class Work:
     def note(self, text: str) -> None:
         self.sheet.notes.append(text)
 
-    def given(self, sym: Sym, value: object, note: str = "", inline: bool = False) -> sympy.Expr:
+    def given(self, sym: Sym, value: object, note: str = "", inline: bool = False, keep: bool = False) -> sympy.Expr:
+        """`sym` at `value`; `keep`: a zero the sheet means to show stays in its formulas (Work._without_absent)."""
         exact = sympy.sympify(value)
         self.values[sym] = exact
         self.sheet.steps.append(Given(sym, exact, note, inline))
-        if not note.startswith(("config", "from the config")):
-            self.chosen.add(sym)
+        if keep:
+            self.sheet.kept.add(sym)
         return exact
 
     def compute(self, formula: Formula, result: str | None = None) -> sympy.Expr:
         value = evaluate(formula.expr, self.values, self.library)
         self.values[formula.defines] = value
         shown = self._without_absent(formula.expr)
+        if shown == 0 and result:  # asked for, a term the model lacks is worked whole: why it is nothing
+            shown = formula.expr
         if shown != 0 or formula.expr == 0:  # else the model lacks the term altogether: it is not worked
             self.sheet.steps.append(Compute(formula.defines, shown, value, formula.source, self._snapshot(shown)))
         if result:
@@ -180,12 +183,12 @@ class Work:
     def _without_absent(self, expr: sympy.Expr) -> sympy.Expr:
         """`expr` as this model works it: every quantity the model makes zero (a count of layers its config lacks,
         the routed experts' time a dense model computes to) taken out with the terms it multiplies, so a dense model's
-        sheet does not carry 0·t for the experts' or the latent attention's time, nor list their constants. An input
-        the user or the question set to zero stays (HFU's recomputed share in decode). The value is the same."""
+        sheet does not carry 0·t for the experts' or the latent attention's time, nor list their constants. A zero
+        given to be kept (Work.given's keep: HFU's recomputed share in decode) stays. The value is the same."""
         zero: dict[sympy.Basic, sympy.Expr] = {
             s.symbol: sympy.Integer(0)
             for s in symbols_of(expr)
-            if s.value is None and s not in self.chosen and s in self.values and self.values[s] == 0
+            if s.value is None and s not in self.sheet.kept and s in self.values and self.values[s].is_zero is True
         }
         # A factor that is zero here takes its product with it: a switch off, Min(1, n - 1) on one accelerator (the
         # all-reduce it gates is not worked), or a count that cancels, L_sx - L_x where every MoE layer has shared
@@ -195,7 +198,7 @@ class Work:
                 if not _may_vanish(factor):
                     continue
                 counts = symbols_of(factor)  # pure numbers only: a sum of times is not a switch
-                if any(sym.unit or sym not in self.values for sym in counts):
+                if any(sym.unit or sym not in self.values or sym in self.sheet.kept for sym in counts):
                     continue
                 if _vanishes(factor, tuple((sym.symbol, self.values[sym]) for sym in counts)):
                     zero[product] = sympy.Integer(0)

@@ -41,7 +41,10 @@ def utilisation(
         )
     else:
         work.given(u.t_meas, measured_step_time, "measured", inline=True)
-    work.given(u.f_rc, recompute_fraction, "decode recomputes nothing" if recompute_fraction == 0 else "given")
+    # Kept at zero in HFU's formula: that decode recomputes nothing is the point HFU against MFU makes.
+    work.given(
+        u.f_rc, recompute_fraction, "decode recomputes nothing" if recompute_fraction == 0 else "given", keep=True
+    )
     work.compute(work.library.get("step_bytes_per_gpu"))
     mbu = work.compute(work.library.get("mbu"), "mbu")
     work.compute(work.library.get("step_flops"))

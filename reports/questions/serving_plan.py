@@ -23,7 +23,6 @@ def build(inputs: Inputs) -> Answer:
     from derive.core import validate
     from derive.derivations.common import Setup
     from derive.derivations.plan import layout_sheet
-    from derive.recipes import checkpoint_notes
     from derive.systems import system_for
 
     setup = inputs.setup()
@@ -38,7 +37,9 @@ def build(inputs: Inputs) -> Answer:
     for gpu in gpus:  # an accelerator without the dtype's peak fails here, in the question's own options
         setup.peak(gpu)
     max_gpus = validate.count(inputs["max_gpus"], "max_gpus", "--set max_gpus")
-    plan = planning.plan(setup.model, gpus, targets, dtype=setup.dtype, max_accelerators=max_gpus)
+    plan = planning.plan(
+        setup.model, gpus, targets, dtype=setup.dtype, max_accelerators=max_gpus, dtype_option=setup.dtype_option
+    )
     pick = plan.pick
     assert pick is not None, "planning.plan raises when no layout meets the targets"
     gpu = next(f.gpu for f in plan.searches if f.gpu.name == pick.gpu)
@@ -176,13 +177,10 @@ def build(inputs: Inputs) -> Answer:
                 q,
             )
         )
-    arch = setup.model.config
-    # The checkpoint notes the pick's sheet gives already, in this question's words.
-    in_sheet = set(checkpoint_notes(arch.weight_recipe, arch.expert_format, setup.dtype, gpus))
     answer.caveats += [
         Prose("caveat", note.replace("{", "{{").replace("}", "}}"))
         for note in plan.notes
-        if not note.startswith("price") and note not in in_sheet
+        if not note.startswith("price") and note not in sheet.notes  # the pick's sheet says it already
     ]
     return answer
 
