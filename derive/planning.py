@@ -1112,6 +1112,8 @@ def plan(
         said = ", ".join(f"{r} ({c})" for r, c in sorted(reasons.items(), key=lambda kv: -kv[1])) or "no valid layout"
         raise DeriveError(
             f"no layout of up to {max_accelerators} {'/'.join(g.name for g in gpus)} meets the targets: {said}",
-            "Relax --tpot or --ttft, raise --max-gpus, or try another --gpu or --dtype",
+            "Relax --tpot or --ttft, raise --max-gpus, or try another --gpu or --dtype"
+            if dtype_option == "--dtype"
+            else "Relax --set tpot= or ttft=, raise --set max_gpus=, or try other --set gpus= or dtype=",
         )
     return found

@@ -128,6 +128,8 @@ def test_an_answer_asked_for_a_peak_the_accelerator_lacks_says_how_to_ask_in_its
         assert "--set dtype=NAME" in str(failed.value) and "--flops" not in str(failed.value)
     with pytest.raises(DeriveError, match="--flops"):
         derive.knee("llama3-8b", "a100", dtype="fp8")
+    with pytest.raises(DeriveError, match="Relax --set tpot= or ttft="):  # a plan no layout meets, in its words
+        derive.answer("serving-plan", tpot="1 ms")
 
 
 def test_the_default_dtype_is_the_shipped_recipe_where_the_accelerator_runs_it():
