@@ -347,8 +347,11 @@ def _text(expr: sympy.Basic) -> str:
     return text(expr)
 
 
+@functools.lru_cache(maxsize=1024)
 def asymptote(expr: sympy.Expr, variable: Sym, defines: Sym, library: Library = LIBRARY) -> Solution:
-    """The limit of `expr` as `variable` grows without bound, unit-checked against `defines`."""
+    """The limit of `expr` as `variable` grows without bound, unit-checked against `defines`. Cached by library (one
+    a model, derive/derivations/common.py model_library): a limit is symbolic, so every accelerator's sheet of a
+    model takes the same one."""
     inlined = _split_extremes(saturated(inline(expr, variable, library), variable))
     closed = _limit(inlined, variable.symbol)
     if closed.has(sympy.oo, sympy.zoo, sympy.nan, sympy.Limit):

@@ -110,9 +110,20 @@ class Setup:
         return chosen.peak(self.dtype, self.dtype_option)
 
 
+# Each model's library, built once: the catalog loads a model once, and a library's inlining memo (and the limits
+# derive/core/solving.py keeps by library) serve every sheet of that model. Keyed by identity, the model held so its
+# id is not reused.
+_LIBRARIES: dict[int, tuple[Model, Library]] = {}
+
+
 def model_library(model: Model) -> Library:
     """The whole library, with the model's own formulas (its counts, and its costs where its layers differ)."""
-    return library().extended(model.formulas.all())
+    held = _LIBRARIES.get(id(model))
+    if held is None or held[0] is not model:
+        if len(_LIBRARIES) > 256:  # config paths load a new Model each time: keep the cache bounded
+            _LIBRARIES.clear()
+        held = _LIBRARIES[id(model)] = (model, library().extended(model.formulas.all()))
+    return held[1]
 
 
 def start(command: str, title: str, setup: Setup) -> Work:
