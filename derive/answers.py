@@ -87,9 +87,10 @@ class Inputs(dict):  # type: ignore[type-arg]
 
         A context the user set (not the question's own) must fit the model's positions, as on the CLI."""
         from derive import scenario
+        from derive.recipes import QUESTION_DTYPE
 
         values = {key: value for key, value in {**self, **overrides}.items() if value is not None}
-        return scenario.build(values, given=getattr(self, "given", ()), dtype_option="--set dtype")
+        return scenario.build(values, given=getattr(self, "given", ()), dtype_option=QUESTION_DTYPE)
 
 
 def assumed(inputs: Mapping[str, Any], key: str, unit: str = "") -> sympy.Expr:

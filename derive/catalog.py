@@ -22,7 +22,7 @@ from derive.architecture.model import Architecture
 from derive.architecture.reader import read_architecture
 from derive.core.errors import CatalogError, DeriveError
 from derive.core.names import closest
-from derive.recipes import recipes
+from derive.recipes import COMMAND_DTYPE, given_as, recipes
 
 
 def dtype_bytes(dtype: str, option: str = "--dtype") -> sympy.Rational:
@@ -72,7 +72,7 @@ class Gpu:
     overridden: tuple[str, ...] = field(default=())
     architecture: str = ""  # hopper, blackwell, ...: what engines choose kernels by
 
-    def peak(self, dtype: str, dtype_option: str = "--dtype") -> tuple[sympy.Rational, str]:
+    def peak(self, dtype: str, dtype_option: str = COMMAND_DTYPE) -> tuple[sympy.Rational, str]:
         """Peak FLOP/s for matmuls in `dtype`, and a note on which figure was used. `dtype_option`: how the user gives
         the dtype (`derive answer` takes `--set dtype`, and no --flops), for what an error says."""
         dtype = dtype.lower()
@@ -93,8 +93,8 @@ class Gpu:
         offered = "/".join("int8-sq" if k == "int8" else k for k in self.flops)
         fix = (
             f"Pass --flops with the figure to use, or --dtype {offered}"
-            if dtype_option == "--dtype"
-            else f"Pass {dtype_option}=NAME, NAME one of {offered}"
+            if dtype_option == COMMAND_DTYPE
+            else f"Pass {given_as(dtype_option, 'NAME')}, NAME one of {offered}"
         )
         raise CatalogError(f"{self.name} has no {dtype} peak in its datasheet", fix)
 

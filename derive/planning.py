@@ -29,7 +29,7 @@ from derive.core.symbols import Sym
 from derive.core.units import counted
 from derive.disaggregation import Disaggregated, LayoutTable, disaggregate, fleet_key, ranked, verdict
 from derive.layouts import Layout, batch_cap, search, shape
-from derive.recipes import checkpoint_notes
+from derive.recipes import COMMAND_DTYPE, checkpoint_notes
 from derive.speculation import NONE, Speculation
 from derive.systems import Price, System, system_for
 from formulas import calibrated as cal
@@ -724,7 +724,7 @@ class Plan:
     max_batch: int
     floor: bool = False
     defaults: tuple[str, ...] = ()
-    dtype_option: str = "--dtype"  # how its user gives the dtype (a question: --set dtype), for the notes
+    dtype_option: str = COMMAND_DTYPE  # how its user gives the dtype (a question: --set dtype), for the notes
 
     @property
     def rows(self) -> list[Row]:
@@ -1095,7 +1095,7 @@ def plan(
     price_overrides: str | None = None,
     floor: bool = False,
     defaults: tuple[str, ...] = (),
-    dtype_option: str = "--dtype",
+    dtype_option: str = COMMAND_DTYPE,
 ) -> Plan:
     from derive.systems import prices
 
@@ -1113,7 +1113,7 @@ def plan(
         raise DeriveError(
             f"no layout of up to {max_accelerators} {'/'.join(g.name for g in gpus)} meets the targets: {said}",
             "Relax --tpot or --ttft, raise --max-gpus, or try another --gpu or --dtype"
-            if dtype_option == "--dtype"
+            if dtype_option == COMMAND_DTYPE
             else "Relax --set tpot= or ttft=, raise --set max_gpus=, or try other --set gpus= or dtype=",
         )
     return found

@@ -91,13 +91,17 @@ def from_quantization_config(quant: Mapping[str, Any]) -> tuple[str, str]:
     return "", f"quant_method '{method}'"
 
 
-def _given(option: str, value: str) -> str:
+# How a user gives the weights' recipe: a command's option, or `derive answer`'s (a question takes no --flops).
+COMMAND_DTYPE, QUESTION_DTYPE = "--dtype", "--set dtype"
+
+
+def given_as(option: str, value: str) -> str:
     """An option with its value as the user types it: `--dtype fp8`, `--set dtype=fp8`."""
-    return f"{option}={value}" if option.startswith("--set ") else f"{option} {value}"
+    return f"{option}={value}" if option == QUESTION_DTYPE else f"{option} {value}"
 
 
 def checkpoint_notes(
-    weight_recipe: str, expert_format: str, dtype: str, gpus: Sequence[Any] = (), option: str = "--dtype"
+    weight_recipe: str, expert_format: str, dtype: str, gpus: Sequence[Any] = (), option: str = COMMAND_DTYPE
 ) -> list[str]:
     """What a sheet or a plan says where the checkpoint ships weights in a format other than `dtype`: the recipe its
     quantization_config names (model.py's weight_recipe), why it is not the one sized where an accelerator of `gpus`
@@ -106,7 +110,7 @@ def checkpoint_notes(
     from derive.core.units import format_quantity
 
     notes = []
-    overridable = option == "--dtype"  # a command that takes --flops; a question takes only the inputs it names
+    overridable = option == COMMAND_DTYPE  # a command takes --flops; a question only the inputs it names
     if weight_recipe and dtype != weight_recipe:
         shipped = recipes()[weight_recipe]
         without = lacking(weight_recipe, gpus)
@@ -114,7 +118,7 @@ def checkpoint_notes(
             f"{' and '.join(without)} {'has' if len(without) == 1 else 'have'} no {shipped.gemm} matmul peak, so "
             f"it is sized in {dtype}" + (f" (--dtype {shipped.name} with --flops sizes it as shipped)" * overridable)
             if without
-            else f"pass {_given(option, shipped.name)} to size it as shipped"
+            else f"pass {given_as(option, shipped.name)} to size it as shipped"
         )
         notes.append(
             f"the checkpoint ships {shipped.name} weights ({shipped.about}, {format_quantity(8 * shipped.bytes, '')} "

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from derive.inputs import DEFAULTS, OVERRIDES  # declared once, with their help and units (derive/inputs.py)
+from derive.recipes import COMMAND_DTYPE  # light: no SymPy
 
 # Inputs passed to the Setup as they are (validated there).
 _PLAIN = ("tp", "ep", "pp", "dp", "claim", "floor", "allow_long_context")
@@ -24,7 +25,10 @@ LINKS = ("nvlink", "network")  # named links: the system's NVLink, its scale-out
 
 
 def build(
-    values: Mapping[str, Any], need_gpu: bool = False, given: Iterable[str] | None = None, dtype_option: str = "--dtype"
+    values: Mapping[str, Any],
+    need_gpu: bool = False,
+    given: Iterable[str] | None = None,
+    dtype_option: str = COMMAND_DTYPE,
 ) -> Any:
     """A derivations.Setup from `values`.
 

@@ -14,7 +14,7 @@ from derive.core.library import Formula, Library
 from derive.core.sheet import Sheet, Work
 from derive.core.symbols import Sym
 from derive.core.units import counted, format_quantity
-from derive.recipes import checkpoint_notes
+from derive.recipes import COMMAND_DTYPE, checkpoint_notes
 from derive.speculation import NONE, Speculation
 from formulas import layout as lay
 from formulas import library, roofline
@@ -46,7 +46,7 @@ class Setup:
     allow_long_context: bool = False  # a --context past the config's positions, sized anyway
     speculation: Speculation = NONE  # a draft's tokens, acceptance and cost, or the config's MTP (plan, predict)
     defaults: tuple[str, ...] = field(default=())  # options the user left to their defaults
-    dtype_option: str = "--dtype"  # how the user gives the dtype (`derive answer`: --set dtype), for the notes
+    dtype_option: str = COMMAND_DTYPE  # how the user gives the dtype (`derive answer`: QUESTION_DTYPE), for the notes
 
     def __post_init__(self) -> None:
         from derive.core import validate
