@@ -21,12 +21,19 @@ _CHECK = 7.0  # and a fourth checks that the branch has that form
 
 
 def largest_batch(
-    branches: list[tuple[Callable[..., Any], float | None]], inputs: Sequence[np.ndarray], target: float
+    branches: list[tuple[Callable[..., Any], float | None]],
+    inputs: Sequence[np.ndarray],
+    target: float,
+    one_row: tuple[Callable[..., Any], Callable[..., Any]] | None = None,
 ) -> np.ndarray:
     """The largest (real) batch whose step meets `target`, per layout: the least of the branches' roots.
 
     Each branch is a + b·B + c·q^B. Three batches give a, b and c; a fourth checks the form.
     Root of a + b·B - C·q^B = T with C = -c > 0, u = ln q < 0: B = D/b + W0(-u·C·q^(D/b)/b)/(-u), D = T - a.
+
+    `one_row` is the step itself and its o_1 (formulas/calibrated.py) where the branches are the step from two
+    rows a rank on: at fewer, the weights stream on a GEMV kernel, off the branches' line, and those whole batches
+    are checked on the step.
     """
     best = np.full(len(inputs[0]), np.inf)
     for branch, q in branches:
@@ -41,7 +48,26 @@ def largest_batch(
         if not np.allclose(predicted, actual, rtol=1e-7, atol=1e-15):
             raise DeriveError("a branch of the step time is not linear-plus-exponential in the batch")
         best = np.minimum(best, _root(a, b, c, q, target))
-    return best
+    return best if one_row is None else _with_one_row(best, inputs, target, *one_row)
+
+
+def _with_one_row(
+    line: np.ndarray, inputs: Sequence[np.ndarray], target: float, step: Callable[..., Any], one: Callable[..., Any]
+) -> np.ndarray:
+    """The line's root where it lies past every batch of one row a rank; else the largest such batch the step
+    itself meets (below 1 where none does)."""
+    last = np.zeros_like(line)  # the largest batch of one row a rank, per layout
+    met = np.minimum(line, 0.0)
+    batch = 1.0
+    while True:
+        under = np.broadcast_to(np.asarray(one(*inputs, batch), float), line.shape) > 0
+        if not under.any():
+            break
+        meets = np.broadcast_to(np.asarray(step(*inputs, batch), float), line.shape) <= target
+        last = np.where(under, batch, last)
+        met = np.where(under & meets, batch, met)
+        batch += 1.0
+    return np.where(np.floor(line + 1e-9) > last, line, met)
 
 
 def _root(a: np.ndarray, b: np.ndarray, c: np.ndarray, q: float | None, target: float) -> np.ndarray:

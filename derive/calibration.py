@@ -33,6 +33,7 @@ FITTED = (
     *cal.ONE_SHOT,
     *cal.LARGE_MESSAGE,
     cal.eta_w,
+    cal.eta_w1,
     cal.eta_kv,
     cal.eta_g,
     cal.eta_p,

@@ -142,6 +142,7 @@ class Compiled:
     terms: Callable[..., Any]  # the step's floor terms, one slot each (STEP_TERMS)
     step_branches: list[tuple[Callable[..., Any], float | None]]  # the step alone's (a decode worker's)
     handover: Callable[..., Any]  # one request's cache one decode accelerator receives (K_h at S_p)
+    one_row: Callable[..., Any]  # o_1L: where the step's weights stream on the GEMV kernel, off its branches' line
 
 
 # The step's terms by name, each one accelerator's time in one slot at full speed (formulas/layout.py): the floor's,
@@ -195,6 +196,7 @@ def compile_plan(model: Model, gpu: Gpu, dtype: str, targets: Targets, floor: bo
         terms=bound(compiled.terms),
         step_branches=[(bound(fn), q) for fn, q in compiled.step_branches],
         handover=bound(compiled.handover),
+        one_row=bound(compiled.one_row),
     )
 
 
@@ -240,11 +242,19 @@ def _compile(
     def numeric(expr: sympy.Expr, context: dict[Sym, sympy.Expr] = values, predict: bool = True) -> sympy.Expr:
         return substituted(expr, swept, context, library, predict)
 
+    # One row a rank streams the weights on the GEMV kernel (formulas/layout.py o_1L), a minimum over the batch: the
+    # branches take the step from two rows a rank on, linear in the batch, and largest_batch checks the batches
+    # under that on the step itself.
+    one_row = numeric(lay.o_1L.symbol)
+
+    def rows(expr: sympy.Expr, line: bool) -> sympy.Expr:
+        return expr.xreplace({lay.o_1L.symbol: sympy.S.Zero if line else one_row})
+
     def numpy(expr: sympy.Expr) -> Callable[..., Any]:
         return compiled(arguments, expr)
 
     # Substituted together: the forms share most of their terms, and inlining walks them once.
-    decode, tpot_floor, one_step, ttft, ttft_floor, weights = numeric(
+    decode, tpot_floor, one_step, ttft, ttft_floor, weights = substituted(
         sympy.Tuple(
             served.xreplace({lay.t_tok.symbol: step.symbol}),
             served.xreplace({lay.t_tok.symbol: lay.t_tok_f.symbol}),
@@ -252,19 +262,24 @@ def _compile(
             (lay.ttft_f if floor else lay.ttft_c).symbol,
             lay.ttft_f.symbol,
             lay.W_g.symbol,
-        )
+        ),
+        [*swept, lay.o_1L],
+        values,
+        library,
+        True,
     )
     return Compiled(
-        tpot=numpy(decode),
+        tpot=numpy(rows(decode, line=False)),
         tpot_floor=numpy(tpot_floor),
-        step=numpy(one_step),
+        step=numpy(rows(one_step, line=False)),
         ttft=numpy(ttft),
         ttft_floor=numpy(ttft_floor),
         weights=numpy(weights),
         held=numpy(numeric(lay.K_gs.symbol, held_values, predict=False)),
-        branches=[(numpy(b), _base(b)) for b in _branches(decode)],
+        branches=[(numpy(b), _base(b)) for b in _branches(rows(decode, line=True))],
         terms=numpy(numeric(sympy.Tuple(*STEP_TERMS.values()))),
-        step_branches=[(numpy(b), _base(b)) for b in _branches(one_step)],
+        step_branches=[(numpy(b), _base(b)) for b in _branches(rows(one_step, line=True))],
+        one_row=numpy(one_row),
         handover=numpy(numeric(dis.K_h.symbol, handover_values, predict=False)),
     )
 
@@ -367,7 +382,9 @@ def search_gpu(
     every_rank = np.broadcast_to(np.asarray(compiled.ttft(*together, np.zeros(size), 1.0), float), (size,))
     inputs = [*base, marginal]
     found.table = LayoutTable(layouts, base, by_memory, ttft, marginal, every_rank)
-    by_tpot = np.floor(largest_batch(compiled.branches, inputs, float(targets.tpot)) + 1e-9)
+    by_tpot = np.floor(
+        largest_batch(compiled.branches, inputs, float(targets.tpot), (compiled.tpot, compiled.one_row)) + 1e-9
+    )
     cap = np.array(batch_cap(layouts, max_batch), dtype=float)
     batch = np.minimum(np.minimum(by_tpot, by_memory), cap)
     for i, layout in enumerate(layouts):

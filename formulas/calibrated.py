@@ -3,7 +3,8 @@
 A real step is a sequence of kernels. Each layer costs a fixed time however small the batch
 (launches, norms, tiny GEMMs); tensor parallelism adds two all-reduces per layer, each a
 latency plus 2(n-1)/n of the activations over the link; weights and the KV cache stream
-below peak bandwidth; GEMMs and attention kernels run below peak FLOP/s; a mixture of experts'
+below peak bandwidth (the weights at a GEMV kernel's share of it where a rank multiplies one
+row); GEMMs and attention kernels run below peak FLOP/s; a mixture of experts'
 routed experts run a MoE kernel of their own (a fixed time a MoE layer, passes over the routed
 activations, its own shares of the peaks in the format the experts are stored in); unfused
 elementwise passes move activations that tensor parallelism does not split, and a prompt pass's MLP
@@ -20,7 +21,7 @@ from typing import NamedTuple
 import sympy
 
 from derive.core.library import formula, larger, smaller
-from derive.core.symbols import Sym, alias, define
+from derive.core.symbols import Sym, alias, constant, define
 from formulas.collectives import ring_allreduce
 from formulas.flops import F_att
 from formulas.notation import BW, B, F, F_pre, F_pw, K_pr, L, P, S_o, S_p, S_sc, d, d_ff, kv_total, n, s_kv, s_kvp, tau
@@ -73,6 +74,13 @@ eps_ar = define(
 )
 eta_w = define(
     "weight_stream_efficiency", "eta_w", "", r"\eta_{w}", "fraction of peak bandwidth a weight-streaming GEMM reaches"
+)
+eta_w1 = define(
+    "one_row_weight_stream_efficiency",
+    "eta_w1",
+    "",
+    r"\eta_{w,1}",
+    "fraction of peak bandwidth a weight-streaming GEMM reaches multiplying one row (a GEMV kernel)",
 )
 eta_kv = define(
     "kv_stream_efficiency", "eta_kv", "", r"\eta_{kv}", "fraction of peak bandwidth attention reaches reading the cache"
@@ -406,6 +414,14 @@ t_fix = define("step_fixed_time", "t_fixd", "second", r"t_{fix}", "the layers' f
 t_ar = define(
     "decode_allreduce_time", "t_AR", "second", r"t_{ar}", "tensor-parallel all-reduce time of one decode step"
 )
+r_1 = constant("gemv_rows", "r_1", 1, "token", r"r_{1}", "rows a GEMV kernel multiplies: one token's on each rank")
+o_1 = define(
+    "one_row",
+    "o_1",
+    "",
+    r"o_{1}",
+    "1 where no rank multiplies its weights by more than one row a step, 0 where one multiplies two or more",
+)
 t_W = define(
     "weight_read_time",
     "t_Wread",
@@ -541,6 +557,19 @@ def _split(amount: sympy.Expr, efficiency: Sym, rate: Sym) -> sympy.Expr:
     return amount / (n.symbol * efficiency.symbol * rate.symbol)
 
 
+def one_row(tokens: sympy.Expr, ranks: sympy.Expr = sympy.S.One) -> sympy.Expr:
+    """o_1 for `tokens` rows a step over `ranks` ranks: 1 while each rank has at most one (every rank a GEMV), 0 from
+    one more (the rank with two binds the step). Written as the difference of two ramps rather than Min(1, Max(0, .)):
+    a solver resolves each extremum on its own, and a nested one would outlive its outer one's choice."""
+    rows = tokens / r_1.symbol
+    return larger(0, 1 + ranks - rows) - larger(0, ranks - rows)
+
+
+def streamed(weights: sympy.Expr, one: sympy.Expr) -> sympy.Expr:
+    """Time to stream one accelerator's `weights` at eta_w, or at eta_w1 where `one` (o_1) says one row."""
+    return weights / BW.symbol * ((1 - one) / eta_w.symbol + one / eta_w1.symbol)
+
+
 def _elementwise(tokens: sympy.Expr) -> sympy.Expr:
     """Bytes the unfused passes of every layer move for `tokens` d-wide activations (read and write)."""
     return 2 * L.symbol * m_ew.symbol * tokens * v_d.symbol * b_a.symbol
@@ -651,11 +680,18 @@ step_fixed_time = formula(
     + _LATENT_FIXED,
 )
 decode_allreduce_time = formula(t_ar, _allreduce(B.symbol * tau.symbol, DECODE_LINK), _MEGATRON)
+one_row_step = formula(
+    o_1,
+    one_row(B.symbol * tau.symbol),
+    "TensorRT-LLM multiplies one row by a GEMV kernel, more rows by a GEMM's tiles (aiconfigurator 0.12's L40S GEMM "
+    "tables: 0.93-1.00 of the bandwidth at one row, 0.78-0.86 from two, on weights past its L2).",
+)
 weight_read_time = formula(
     t_W,
-    _split(W_read.symbol - W_x.symbol, eta_w, BW),
+    streamed((W_read.symbol - W_x.symbol) / n.symbol, o_1.symbol),
     "A step streams every weight it multiplies through once, split over n accelerators, at a fraction of the "
-    "peak bandwidth (scaling-book, 'All About Transformer Inference'); the routed experts' kernel is t_X.",
+    "peak bandwidth (scaling-book, 'All About Transformer Inference'), its GEMV kernel's at one row; the routed "
+    "experts' kernel is t_X.",
 )
 decode_gemm_time = formula(
     t_G,

@@ -233,6 +233,13 @@ tau_v = define(
     r"\tau_{v}",
     "tokens each sequence carries through a step: its own, and the k a draft proposes for checking",
 )
+o_1L = define(
+    "layout_one_row",
+    "o_1L",
+    "",
+    r"o_{1,L}",
+    "1 where no attention rank multiplies its weights by more than one row a step, 0 where one has two or more",
+)
 t_mg = define(
     "layout_memory_time", "t_mg", "second", r"t_{mem,g}", "one accelerator's bytes of a slot at full bandwidth"
 )
@@ -362,6 +369,7 @@ def _calibrated_slot(
     wide: tuple[Sym, Sym, sympy.Expr],
     together: sympy.Expr = sympy.S.One,
     mlp_activations: sympy.Expr = sympy.S.Zero,
+    one_row: sympy.Expr = sympy.S.Zero,
 ) -> sympy.Expr:
     """One stage-slot at the fitted efficiencies, decode or prompt pass alike (the terms of formulas/calibrated.py).
 
@@ -372,7 +380,8 @@ def _calibrated_slot(
     share of the routed experts' FLOPs and moves as many times its share of the routed activations (and of their
     intermediates, `w_L` wide), of `together` ranks' tokens where that many ranks' prompt passes share the experts
     at once. The tokens reach their experts on the fused all-gather and reduce-scatter (`fused`: each one's latency
-    and link share, DECODE_FUSED or PREFILL_FUSED) or on DeepEP's kernels (`wide`), as w_E says.
+    and link share, DECODE_FUSED or PREFILL_FUSED) or on DeepEP's kernels (`wide`), as w_E says. The weights stream
+    at the GEMV kernel's share where `one_row` (o_1) says no rank has more than one row.
     """
     weights, flops, gemm, cache, attention = shares
     gather_latency, gather_share, scatter_latency, scatter_share = fused
@@ -407,7 +416,7 @@ def _calibrated_slot(
             cal.E_x.symbol / ep.symbol,
         )
         + larger(
-            (weights.symbol - routed_bytes) / (cal.eta_w.symbol * BW.symbol),
+            cal.streamed(weights.symbol - routed_bytes, one_row),
             (flops.symbol - routed_flops) / (gemm.symbol * P.symbol),
         )
         + larger(cache.symbol / (cal.eta_kv.symbol * BW.symbol), attention.symbol / (cal.eta_a.symbol * P.symbol))
@@ -532,6 +541,12 @@ expert_imbalance = formula(
     "2,410 shapes with e > 1 and at least 4,096 tokens: median error 12%, 0.90 to 1.16 by shape "
     "(tools/aiconfigurator_imbalance.py).",
 )
+layout_one_row = formula(
+    o_1L,
+    cal.one_row(B.symbol * tau_v.symbol, dp.symbol),
+    "formulas/calibrated.py's o_1 over the d attention ranks: each takes its own sequences' rows, and one rank "
+    "with two binds the slot.",
+)
 layout_slot_time = formula(
     t_sc,
     _calibrated_slot(
@@ -546,6 +561,7 @@ layout_slot_time = formula(
         imbalance=I_ep,
         fused=DECODE_FUSED,
         wide=(alpha_E, eta_E, _COPIES_AN_EXPERT),
+        one_row=o_1L.symbol,
     ),
     "The calibrated step (formulas/calibrated.py) over one accelerator's share of one slot: the stage's fixed "
     "layer time, its all-reduces and all-to-alls (latency and wire at the fitted link share), narrow experts, the "

@@ -178,6 +178,7 @@ def test_the_routed_expert_term_is_zero_for_a_dense_model_and_the_step_its_old_f
     assert _eval(run, "routed_expert_time", *args) == 0
     assert _eval(run, "prefill_routed_expert_time", *args) == 0
     dense = {cal.W_x.symbol: 0, cal.W_xp.symbol: 0, cal.F_x.symbol: 0, cal.L_x.symbol: 0, cal.k_x.symbol: 0}
+    dense[cal.o_1.symbol] = 0  # two rows and more (batch 16)
     B, tau, n = cal.B.symbol, cal.tau.symbol, cal.n.symbol
     old = {
         cal.weight_read_time: cal.W_read.symbol / (n * cal.eta_w.symbol * cal.BW.symbol),
@@ -189,6 +190,21 @@ def test_the_routed_expert_term_is_zero_for_a_dense_model_and_the_step_its_old_f
     }
     for formula, form in old.items():
         assert sympy.simplify(formula.expr.subs(dense) - form) == 0, formula.defines.key
+
+
+def test_one_row_streams_the_weights_at_the_gemv_share_by_hand(run):
+    """Llama 3 8B on one L40S in bf16: at batch 1 each weight multiplies one row, a GEMV kernel, and the step streams
+    its weights at eta_w1; from batch 2 at eta_w (formulas/calibrated.py o_1). With eta_w1 = eta_w the term is the
+    old one, W_read/(n·eta_w·BW), at every batch. L40S: 864 GB/s (formulas/gpus.toml)."""
+    fit = calibration(load_gpu("l40s"), "bf16").values
+    args = ("--model", "llama3-8b", "--gpu", "l40s")
+    for batch, share in ((1, fit[cal.eta_w1]), (2, fit[cal.eta_w]), (7, fit[cal.eta_w])):
+        weights = _eval(run, "bytes_read_per_step", *args, "--set", f"batch={batch}")  # each token's embedding row too
+        seconds = _eval(run, "weight_read_time", *args, "--set", f"batch={batch}")
+        assert seconds == pytest.approx(weights / (864e9 * float(share)), rel=1e-9), batch
+    n, bw = cal.n.symbol, cal.BW.symbol
+    same = cal.weight_read_time.expr.subs({cal.eta_w1.symbol: cal.eta_w.symbol, cal.W_x.symbol: 0})
+    assert sympy.simplify(same - cal.W_read.symbol / (n * cal.eta_w.symbol * bw)) == 0
 
 
 def test_the_moe_kernel_spends_a_fixed_time_on_each_expert_a_rank_holds():

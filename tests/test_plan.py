@@ -71,6 +71,26 @@ def test_the_closed_form_batch_is_the_largest_meeting_the_target(model, tpot):
     assert checked >= 3
 
 
+def test_one_row_a_rank_is_checked_on_the_step_itself():
+    """On an L40S one row streams the weights on a GEMV kernel, faster than the line the branches solve on from two
+    rows (formulas/calibrated.py o_1; aiconfigurator 0.12's L40S GEMM tables: 0.93-1.00 of the bandwidth at one row,
+    about 0.8 from two). At a target between the two at batch 1, one sequence meets it; two do not."""
+    from derive.batch_roots import largest_batch
+
+    model, gpu = load_model("llama3-8b"), load_gpu("l40s")
+    probe = search_gpu(model, gpu, "bf16", Targets(sympy.Integer(2), sympy.Rational(1)), 1, 4096, None)
+    (row,) = probe.rows
+    inputs, compiled = probe.inputs[row.layout], probe.compiled
+    on_gemv = float(np.ravel(compiled.tpot(*inputs, 1.0))[0])
+    line = max(float(np.ravel(branch(*inputs, 1.0))[0]) for branch, _ in compiled.branches)
+    assert on_gemv < line  # the fit's one-row share is above its share from two rows
+    target = (on_gemv + line) / 2
+    assert largest_batch(compiled.branches, inputs, target)[0] < 1  # the line alone rules batch 1 out
+    found = search_gpu(model, gpu, "bf16", Targets(sympy.Integer(2), sympy.Rational(target)), 1, 4096, None)
+    (row,) = found.rows
+    assert row.batch == 1 and row.binds == "TPOT" and row.tpot <= target
+
+
 @pytest.mark.parametrize(
     ("model", "tpot", "gpu_name", "dtype"),
     [

@@ -62,14 +62,14 @@ OUT = ROOT / "formulas" / "calibration.json"
 DEFAULT = "h100"
 # Coefficient j multiplies basis j: the fixed times and the pass count directly, the efficiencies inverted.
 INVERTED = {s for s in FITTED if s.key.endswith("efficiency")}
-# Pairs under one Max: weight streaming against the GEMMs (decode's or the prompt pass's), the cache
-# against attention's FLOPs, the routed experts' streaming against their prompt pass's FLOPs (in the fit's format and
-# in each checkpoint format; a decode step's MoE kernel streams then computes, cal.DECODE_KERNEL). Every other term
-# adds.
+# Pairs under one Max, each side one or more columns: weight streaming (at one row and from two) against the GEMMs
+# (decode's or the prompt pass's), the cache against attention's FLOPs, the routed experts' streaming against their
+# prompt pass's FLOPs (in the fit's format and in each checkpoint format; a decode step's MoE kernel streams then
+# computes, cal.DECODE_KERNEL). Every other term adds.
 PAIRS = (
-    (cal.eta_w, (cal.eta_g, cal.eta_p)),
-    (cal.eta_kv, (cal.eta_a,)),
-    *((formats[cal.eta_x], (formats[cal.eta_xp],)) for formats in (cal.OWN_FORMAT, *cal.EXPERT_FORMATS.values())),
+    ((cal.eta_w, cal.eta_w1), (cal.eta_g, cal.eta_p)),
+    ((cal.eta_kv,), (cal.eta_a,)),
+    *(((formats[cal.eta_x],), (formats[cal.eta_xp],)) for formats in (cal.OWN_FORMAT, *cal.EXPERT_FORMATS.values())),
 )
 MOE_DECODE_TOKENS = 512  # the kernel's decode rows: a decode step's tokens
 MOE_PREFILL_TOKENS = 1024  # its prompt rows: a prompt pass's
@@ -153,9 +153,10 @@ def _active(basis: np.ndarray, theta: np.ndarray) -> np.ndarray:
     index = {s: j for j, s in enumerate(FITTED)}
     mask = np.ones_like(basis, dtype=bool)
     for first, second in PAIRS:
-        a = basis[:, index[first]] * theta[index[first]]
+        a = sum(basis[:, index[s]] * theta[index[s]] for s in first)
         b = sum(basis[:, index[s]] * theta[index[s]] for s in second)
-        mask[:, index[first]] = a >= b
+        for s in first:
+            mask[:, index[s]] = a >= b
         for s in second:
             mask[:, index[s]] = a < b
     return mask

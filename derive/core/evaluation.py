@@ -80,7 +80,8 @@ def inline(expr: sympy.Expr, unknown: Sym, library: Library = LIBRARY) -> sympy.
 
 def inline_all(expr: sympy.Expr, unknowns: Sequence[Sym], library: Library = LIBRARY) -> sympy.Expr:
     """`inline` for several unknowns at once: each symbol defined in terms of an unknown other than itself replaced
-    by its definition, a pass at a time, until none is left.
+    by its definition, a pass at a time, until none is left; an unknown itself stays (derive/planning.py keeps a
+    step's switch so).
 
     Unevaluated (under sympy.evaluate(False)) the tree is the one inlining each unknown in turn gives, in a few
     passes over it instead of several a symbol: a sweep or a plan inlines a dozen unknowns into one deep tree.
@@ -89,8 +90,10 @@ def inline_all(expr: sympy.Expr, unknowns: Sequence[Sym], library: Library = LIB
         found = {}
         for sym in symbols_of(expr):
             defining = library.defining(sym.symbol)
-            if defining is not None and any(
-                sym != unknown and _symbol_depends_on(sym, unknown, library) for unknown in unknowns
+            if (
+                defining is not None
+                and sym not in unknowns
+                and any(sym != unknown and _symbol_depends_on(sym, unknown, library) for unknown in unknowns)
             ):
                 found[sym.symbol] = defining.expr
         if not found:

@@ -297,6 +297,17 @@ def _pieces(expr: sympy.Expr, symbol: sympy.Symbol) -> list[Piece]:
     return pieces
 
 
+def _swapped(expr: sympy.Expr, swap: dict[sympy.Basic, sympy.Expr]) -> sympy.Expr:
+    """`expr` with every extremum of `swap` resolved, those inside another's chosen argument too (a step's o_1 inside
+    the Max of streaming and computing): xreplace swaps the outer one whole, so again until none is left."""
+    for _ in range(len(swap) + 1):
+        resolved = expr.xreplace(swap)
+        if resolved == expr:
+            break
+        expr = resolved
+    return expr
+
+
 def _piecewise(lhs, rhs, lhs_in, rhs_in, unknown, pieces, at) -> Solution:  # type: ignore[no-untyped-def]
     """Solve each piece; keep the roots that satisfy their piece's conditions. With `at`, the first piece whose root
     holds at the values is the answer, and the pieces after it are not solved."""
@@ -309,7 +320,7 @@ def _piecewise(lhs, rhs, lhs_in, rhs_in, unknown, pieces, at) -> Solution:  # ty
             return Solution(unknown, "solve", lhs, rhs, unknown, sympy.nan, (), where)
         pieces = sorted(pieces, key=lambda piece: not _holds(piece[1], symbol, found[0], at))
     for swap, conditions in pieces:
-        for root in _roots(lhs_in.xreplace(swap), rhs_in.xreplace(swap), unknown):
+        for root in _roots(_swapped(lhs_in, swap), _swapped(rhs_in, swap), unknown):
             if unit_of(root).dimensionality != unit(unknown.unit).dimensionality:
                 continue  # a count inlined as a pure number (parameters from shapes): not a solution in units
             # Unevaluated: SymPy's canonical forms of these relations cost seconds and change nothing at the values.

@@ -376,6 +376,7 @@ _PREFILL_TERMS = (
 _DECODE_TERMS = (
     "step_fixed_time",
     "decode_allreduce_time",
+    "one_row",
     "weight_read_time",
     "decode_gemm_time",
     "kv_read_time",

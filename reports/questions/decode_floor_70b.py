@@ -59,8 +59,9 @@ def _sheet(inputs: Inputs, **overrides: object):  # type: ignore[no-untyped-def]
     work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
 
     work.heading("The floor")
-    for eta in (cal.eta_w, cal.eta_kv):
+    for eta in (cal.eta_w, cal.eta_w1, cal.eta_kv):
         work.given(eta, 1, "a floor: peak bandwidth", inline=True)
+    work.compute(work.library.get("one_row"))
     work.compute(work.library.get("weight_read_time"), "weight_read_time")
     work.compute(work.library.get("kv_bytes"))
     work.compute(work.library.get("kv_read_time"), "kv_read_time")
