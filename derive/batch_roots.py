@@ -25,6 +25,7 @@ def largest_batch(
     inputs: Sequence[np.ndarray],
     target: float,
     one_row: tuple[Callable[..., Any], Callable[..., Any]] | None = None,
+    cap: np.ndarray | None = None,
 ) -> np.ndarray:
     """The largest (real) batch whose step meets `target`, per layout: the least of the branches' roots.
 
@@ -33,7 +34,8 @@ def largest_batch(
 
     `one_row` is the step itself and its o_1 (formulas/calibrated.py) where the branches are the step from two
     rows a rank on: at fewer, the weights stream on a GEMV kernel, off the branches' line, and those whole batches
-    are checked on the step.
+    are checked on the step. `cap` (memory's, a batch cap's) bounds the batch where the caller will cap it: a capped
+    line root may land among those batches, where the step may run slower than the line (a GEMV below the GEMM).
     """
     best = np.full(len(inputs[0]), np.inf)
     for branch, q in branches:
@@ -48,14 +50,22 @@ def largest_batch(
         if not np.allclose(predicted, actual, rtol=1e-7, atol=1e-15):
             raise DeriveError("a branch of the step time is not linear-plus-exponential in the batch")
         best = np.minimum(best, _root(a, b, c, q, target))
-    return best if one_row is None else _with_one_row(best, inputs, target, *one_row)
+    if one_row is None:
+        return best
+    bound = np.full_like(best, np.inf) if cap is None else np.broadcast_to(np.asarray(cap, float), best.shape)
+    return _with_one_row(best, inputs, target, *one_row, bound)
 
 
 def _with_one_row(
-    line: np.ndarray, inputs: Sequence[np.ndarray], target: float, step: Callable[..., Any], one: Callable[..., Any]
+    line: np.ndarray,
+    inputs: Sequence[np.ndarray],
+    target: float,
+    step: Callable[..., Any],
+    one: Callable[..., Any],
+    bound: np.ndarray,
 ) -> np.ndarray:
-    """The line's root where it lies past every batch of one row a rank; else the largest such batch the step
-    itself meets (below 1 where none does)."""
+    """The line's root where it, capped at `bound`, lies past every batch of one row a rank; else the largest such
+    batch up to `bound` the step itself meets (below 1 where none does)."""
     last = np.zeros_like(line)  # the largest batch of one row a rank, per layout
     met = np.minimum(line, 0.0)
     batch = 1.0
@@ -65,9 +75,9 @@ def _with_one_row(
             break
         meets = np.broadcast_to(np.asarray(step(*inputs, batch), float), line.shape) <= target
         last = np.where(under, batch, last)
-        met = np.where(under & meets, batch, met)
+        met = np.where(under & meets & (batch <= bound), batch, met)
         batch += 1.0
-    return np.where(np.floor(line + 1e-9) > last, line, met)
+    return np.where(np.minimum(np.floor(line + 1e-9), bound) > last, line, met)
 
 
 def _root(a: np.ndarray, b: np.ndarray, c: np.ndarray, q: float | None, target: float) -> np.ndarray:

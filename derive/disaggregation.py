@@ -210,11 +210,12 @@ def disaggregate(
     inputs = [*table.base, table.per_prompt]
 
     # Decode workers: the step alone, as served, within the TPOT target, as many sequences as memory holds.
+    bound = np.minimum(table.by_memory, np.array(batch_cap(layouts, max_batch), dtype=float))
+    one_row = (compiled.step, compiled.one_row)
     by_step = np.floor(
-        largest_batch(compiled.step_branches, inputs, float(targets.tpot) / kappa_d, (compiled.step, compiled.one_row))
-        + 1e-9
+        largest_batch(compiled.step_branches, inputs, float(targets.tpot) / kappa_d, one_row, bound) + 1e-9
     )
-    batch = np.minimum(np.minimum(by_step, table.by_memory), np.array(batch_cap(layouts, max_batch), dtype=float))
+    batch = np.minimum(by_step, bound)
     decodes = np.flatnonzero((batch >= 1) & (table.by_memory >= 1))
     if not len(decodes):
         return None

@@ -382,10 +382,11 @@ def search_gpu(
     every_rank = np.broadcast_to(np.asarray(compiled.ttft(*together, np.zeros(size), 1.0), float), (size,))
     inputs = [*base, marginal]
     found.table = LayoutTable(layouts, base, by_memory, ttft, marginal, every_rank)
-    by_tpot = np.floor(
-        largest_batch(compiled.branches, inputs, float(targets.tpot), (compiled.tpot, compiled.one_row)) + 1e-9
-    )
     cap = np.array(batch_cap(layouts, max_batch), dtype=float)
+    bound = np.minimum(by_memory, cap)
+    by_tpot = np.floor(
+        largest_batch(compiled.branches, inputs, float(targets.tpot), (compiled.tpot, compiled.one_row), bound) + 1e-9
+    )
     batch = np.minimum(np.minimum(by_tpot, by_memory), cap)
     for i, layout in enumerate(layouts):
         reason = None

@@ -415,6 +415,14 @@ t_ar = define(
     "decode_allreduce_time", "t_AR", "second", r"t_{ar}", "tensor-parallel all-reduce time of one decode step"
 )
 r_1 = constant("gemv_rows", "r_1", 1, "token", r"r_{1}", "rows a GEMV kernel multiplies: one token's on each rank")
+r_1q = constant(
+    "gemv_rows_per_sequence",
+    "r_1q",
+    1,
+    "token/sequence",
+    r"r_{1,q}",
+    "rows of one sequence a GEMV kernel multiplies: its one token (a draft's checked tokens sit on its rank too)",
+)
 o_1 = define(
     "one_row",
     "o_1",
@@ -557,11 +565,12 @@ def _split(amount: sympy.Expr, efficiency: Sym, rate: Sym) -> sympy.Expr:
     return amount / (n.symbol * efficiency.symbol * rate.symbol)
 
 
-def one_row(tokens: sympy.Expr, ranks: sympy.Expr = sympy.S.One) -> sympy.Expr:
-    """o_1 for `tokens` rows a step over `ranks` ranks: 1 while each rank has at most one (every rank a GEMV), 0 from
-    one more (the rank with two binds the step). Written as the difference of two ramps rather than Min(1, Max(0, .)):
-    a solver resolves each extremum on its own, and a nested one would outlive its outer one's choice."""
-    rows = tokens / r_1.symbol
+def one_row(tokens: sympy.Expr, ranks: sympy.Expr = sympy.S.One, row: Sym = r_1) -> sympy.Expr:
+    """o_1 for `tokens` rows (in units of `row`) a step over `ranks` ranks: 1 while each rank has at most one (every
+    rank a GEMV), 0 from one more (the rank with two binds the step). Written as the difference of two ramps rather
+    than Min(1, Max(0, .)): a solver resolves each extremum on its own, and a nested one would outlive its outer one's
+    choice."""
+    rows = tokens / row.symbol
     return larger(0, 1 + ranks - rows) - larger(0, ranks - rows)
 
 

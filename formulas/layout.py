@@ -543,9 +543,9 @@ expert_imbalance = formula(
 )
 layout_one_row = formula(
     o_1L,
-    cal.one_row(B.symbol * tau_v.symbol, dp.symbol),
+    cal.one_row(B.symbol * tau_v.symbol, dp.symbol) * cal.one_row(tau_v.symbol, row=cal.r_1q),
     "formulas/calibrated.py's o_1 over the d attention ranks: each takes its own sequences' rows, and one rank "
-    "with two binds the slot.",
+    "with two binds the slot; a sequence's tau_v tokens all sit on its rank, so a draft's checked tokens make two.",
 )
 layout_slot_time = formula(
     t_sc,

@@ -207,6 +207,16 @@ def test_one_row_streams_the_weights_at_the_gemv_share_by_hand(run):
     assert sympy.simplify(same - cal.W_read.symbol / (n * cal.eta_w.symbol * bw)) == 0
 
 
+def test_a_batch_between_one_row_and_two_is_solved_at_its_crossing(run):
+    """Between one row and two the step's weights are read at a share between the two, and the weights read grow
+    with the batch (each token's embedding row): that piece is a quadratic too large for sympy.solve, which ran for
+    minutes. The crossing found numerically is its root, and the sheet says so."""
+    result = run("solve", "tpot = 20 ms", "--for", "batch", "--model", "llama3-8b", "--gpu", "l40s", "--json")
+    assert result.exit_code == 0, result.stderr
+    batch = json.loads(result.stdout)["results"]["batch"]["value"]
+    assert 1 < batch < 2
+
+
 def test_the_moe_kernel_spends_a_fixed_time_on_each_expert_a_rank_holds():
     """aiconfigurator's fp8-block MoE tables cost a decode layer more the more experts a rank holds, whatever the
     tokens (tools/calibrate.py fits t_xE to them: about 0.19 µs an expert on H200). DeepSeek-V3 on 8 H200s (tp8, every

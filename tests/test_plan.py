@@ -91,6 +91,33 @@ def test_one_row_a_rank_is_checked_on_the_step_itself():
     assert row.batch == 1 and row.binds == "TPOT" and row.tpot <= target
 
 
+def test_a_capped_batch_of_one_row_is_checked_on_the_step(run):
+    """On a B200 the fit's one-row share is below its share from two rows, so one sequence's step is slower than the
+    line through two and more. Capped at one sequence a copy, a layout whose line meets the target at batch 1 but
+    whose step does not is ruled out, not picked at a TPOT over the target (the review's case: 3.697 ms at batch 1
+    on one B200 against a 3.68 ms target)."""
+    result = run(
+        "plan", "--model", "llama3-8b", "--gpu", "b200", "--tpot", "3.68 ms", "--prompt", "16", "--output", "4096",
+        "--max-batch", "1", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)["pareto"]
+    assert rows and all(row["tpot_s"] <= 3.68e-3 * (1 + 1e-9) for row in rows)
+
+
+def test_a_draft_puts_two_rows_on_a_rank():
+    """A sequence's checked draft tokens sit on its own attention rank: with one draft token no rank has one row,
+    whatever the ranks (formulas/layout.py o_1L), as at one rank."""
+    from formulas import layout as lay
+    from formulas import notation as sym
+
+    switch = lay.layout_one_row.expr.subs({s: 1 for s in lay.layout_one_row.expr.free_symbols if "r_1" in s.name})
+    at = {lay.dp.symbol: 4, sym.B.symbol: 1}
+    assert switch.subs({**at, lay.tau_v.symbol: 1}) == 1
+    assert switch.subs({**at, lay.tau_v.symbol: 2}) == 0
+    assert switch.subs({lay.dp.symbol: 4, sym.B.symbol: 5, lay.tau_v.symbol: 1}) == 0
+
+
 @pytest.mark.parametrize(
     ("model", "tpot", "gpu_name", "dtype"),
     [

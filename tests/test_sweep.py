@@ -165,7 +165,8 @@ def test_a_figure_without_a_swept_axis_is_one_line_before_any_work(run):
 @pytest.mark.parametrize("model", ["llama3-70b", "qwen3-30b-a3b", "gpt-oss-20b", "nemotron3-nano"])
 def test_inlining_every_swept_symbol_at_once_is_inlining_each_in_turn(model):
     """derive.core.evaluation.inline_all, which the sweep and the plan use, gives the very tree the one-unknown
-    inline gives applied for each unknown in turn (unevaluated, as the sweep builds it)."""
+    inline gives applied for each unknown in turn (unevaluated, as the sweep builds it), for unknowns without formulas
+    of their own (an unknown with one, the plan's o_1L, inline_all keeps)."""
     from derive.core.evaluation import inline, inline_all
     from derive.planning import INPUTS
     from derive.sweeps import predictor_inputs

@@ -83,8 +83,9 @@ def inline_all(expr: sympy.Expr, unknowns: Sequence[Sym], library: Library = LIB
     by its definition, a pass at a time, until none is left; an unknown itself stays (derive/planning.py keeps a
     step's switch so).
 
-    Unevaluated (under sympy.evaluate(False)) the tree is the one inlining each unknown in turn gives, in a few
-    passes over it instead of several a symbol: a sweep or a plan inlines a dozen unknowns into one deep tree.
+    Unevaluated (under sympy.evaluate(False)) the tree is the one inlining each unknown in turn gives, for unknowns
+    without formulas of their own, in a few passes over it instead of several a symbol: a sweep or a plan inlines a
+    dozen unknowns into one deep tree.
     """
     while True:
         found = {}

@@ -297,6 +297,22 @@ def _pieces(expr: sympy.Expr, symbol: sympy.Symbol) -> list[Piece]:
     return pieces
 
 
+# Operations past which a curved piece is left to the numeric crossing: sympy.solve takes minutes on a quadratic
+# this large, and seconds at most on the library's own (a prompt pass's crossover in S_p: under 60).
+_LARGE = 80
+
+
+def _curved_and_large(difference: sympy.Expr, symbol: sympy.Symbol, root: sympy.Expr, at) -> bool:  # type: ignore[no-untyped-def]
+    """Whether `difference` is large and, at the values, not a line in `symbol` around `root`."""
+    if sympy.count_ops(difference) <= _LARGE:
+        return False
+    points = [
+        float(at(difference.xreplace({symbol: root * f}))) for f in (sympy.Rational(1, 2), 1, sympy.Rational(3, 2))
+    ]
+    bend = points[0] - 2 * points[1] + points[2]
+    return abs(bend) > 1e-9 * max(abs(p) for p in points) + 1e-300
+
+
 def _swapped(expr: sympy.Expr, swap: dict[sympy.Basic, sympy.Expr]) -> sympy.Expr:
     """`expr` with every extremum of `swap` resolved, those inside another's chosen argument too (a step's o_1 inside
     the Max of streaming and computing): xreplace swaps the outer one whole, so again until none is left."""
@@ -319,7 +335,17 @@ def _piecewise(lhs, rhs, lhs_in, rhs_in, unknown, pieces, at) -> Solution:  # ty
             where = f"the two sides do not cross between 2^-20 and 2^60{(' ' + unknown.unit) if unknown.unit else ''}"
             return Solution(unknown, "solve", lhs, rhs, unknown, sympy.nan, (), where)
         pieces = sorted(pieces, key=lambda piece: not _holds(piece[1], symbol, found[0], at))
-    for swap, conditions in pieces:
+    for index, (swap, conditions) in enumerate(pieces):
+        if (
+            at is not None
+            and found is not None
+            and index == 0
+            and _curved_and_large(_swapped(lhs_in - rhs_in, swap), symbol, found[0], at)
+        ):
+            # The piece that holds at the crossing is not a line and too large for sympy.solve (a calibrated step
+            # between one row and two, formulas/calibrated.py o_1, whose weights read grow with the batch): the
+            # crossing is its root.
+            return _numeric(lhs, rhs, lhs_in - rhs_in, unknown, at)
         for root in _roots(_swapped(lhs_in, swap), _swapped(rhs_in, swap), unknown):
             if unit_of(root).dimensionality != unit(unknown.unit).dimensionality:
                 continue  # a count inlined as a pure number (parameters from shapes): not a solution in units

@@ -41,7 +41,7 @@ from formulas import layout as lay
 from formulas import notation as sym
 from formulas import prefill as pf
 
-_ESTIMATE = ("layout_expert_width", "layout_slot_time", "layout_tpot")
+_ESTIMATE = ("layout_expert_width", "layout_one_row", "layout_slot_time", "layout_tpot")
 _PREFILL = (
     "prefill_weight_read_per_accelerator",
     "prefill_flops_per_accelerator",
