@@ -239,8 +239,10 @@ def _compile(
     handover_values = dict(values)
     handover_values[sym.S] = sympy.Integer(targets.prompt)  # the cache a prompt pass hands a decode worker
 
-    def numeric(expr: sympy.Expr, context: dict[Sym, sympy.Expr] = values, predict: bool = True) -> sympy.Expr:
-        return substituted(expr, swept, context, library, predict)
+    def numeric(
+        expr: sympy.Expr, context: dict[Sym, sympy.Expr] = values, predict: bool = True, keep: tuple[Sym, ...] = ()
+    ) -> sympy.Expr:
+        return substituted(expr, [*swept, *keep], context, library, predict)
 
     # One row a rank streams the weights on the GEMV kernel (formulas/layout.py o_1L), a minimum over the batch: the
     # branches take the step from two rows a rank on, linear in the batch, and largest_batch checks the batches
@@ -254,7 +256,7 @@ def _compile(
         return compiled(arguments, expr)
 
     # Substituted together: the forms share most of their terms, and inlining walks them once.
-    decode, tpot_floor, one_step, ttft, ttft_floor, weights = substituted(
+    decode, tpot_floor, one_step, ttft, ttft_floor, weights = numeric(
         sympy.Tuple(
             served.xreplace({lay.t_tok.symbol: step.symbol}),
             served.xreplace({lay.t_tok.symbol: lay.t_tok_f.symbol}),
@@ -263,10 +265,7 @@ def _compile(
             lay.ttft_f.symbol,
             lay.W_g.symbol,
         ),
-        [*swept, lay.o_1L],
-        values,
-        library,
-        True,
+        keep=(lay.o_1L,),
     )
     return Compiled(
         tpot=numpy(rows(decode, line=False)),
@@ -387,7 +386,7 @@ def search_gpu(
     by_tpot = np.floor(
         largest_batch(compiled.branches, inputs, float(targets.tpot), (compiled.tpot, compiled.one_row), bound) + 1e-9
     )
-    batch = np.minimum(np.minimum(by_tpot, by_memory), cap)
+    batch = np.minimum(by_tpot, bound)
     for i, layout in enumerate(layouts):
         reason = None
         if by_memory[i] < 1:

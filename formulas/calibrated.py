@@ -693,7 +693,7 @@ one_row_step = formula(
     o_1,
     one_row(B.symbol * tau.symbol),
     "TensorRT-LLM multiplies one row by a GEMV kernel, more rows by a GEMM's tiles (aiconfigurator 0.12's L40S GEMM "
-    "tables: 0.93-1.00 of the bandwidth at one row, 0.78-0.86 from two, on weights past its L2).",
+    "tables: 0.93-1.00 of the bandwidth at one row, 0.77-0.86 from two, on weights past its L2).",
 )
 weight_read_time = formula(
     t_W,
