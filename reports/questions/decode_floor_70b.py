@@ -59,8 +59,12 @@ def _sheet(inputs: Inputs, **overrides: object):  # type: ignore[no-untyped-def]
     work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
 
     work.heading("The floor")
-    for eta in (cal.eta_w, cal.eta_w1, cal.eta_kv):
-        work.given(eta, 1, "a floor: peak bandwidth", inline=True)
+    for eta, what in (
+        (cal.eta_w, "a GEMM's, from two rows a rank: none at batch 1"),
+        (cal.eta_w1, "the GEMV kernel's, at one row a rank"),
+        (cal.eta_kv, "the attention kernel's"),
+    ):
+        work.given(eta, 1, f"a floor: peak bandwidth; {what}", inline=True)
     work.compute(work.library.get("one_row"))
     work.compute(work.library.get("weight_read_time"), "weight_read_time")
     work.compute(work.library.get("kv_bytes"))
