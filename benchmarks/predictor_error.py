@@ -131,14 +131,15 @@ def recipe_table() -> None:
 
 
 def kernel_table() -> None:
-    """The routed experts' MoE kernel fits against aiconfigurator's MoE tables, as tools/calibrate.py recorded them."""
+    """The routed experts' MoE kernel fits against aiconfigurator's MoE tables, as tools/calibrate.py recorded them:
+    the tables fitted, and those left out whose ranks' experts fit in L2 ("in L2")."""
     kernels = json.loads((ROOT / "formulas" / "calibration.json").read_text())["moe_kernels"]
     print("The MoE kernel against aiconfigurator's MoE tables (every shape, all rows; median and p90 of |error|)")
-    print(f"{'gpu':6} {'format':10} {'tables':>6}  {'decode':>13}  {'prefill':>13}")
+    print(f"{'gpu':6} {'format':10} {'tables':>6} {'in L2':>5}  {'decode':>13}  {'prefill':>13}")
     for gpu, formats in kernels.items():
         for name, fit in formats.items():
             cells = [f"{fit[k]['median']:6.1%} {fit[k]['p90']:6.1%}" for k in ("decode_error", "prefill_error")]
-            print(f"{gpu:6} {name:10} {fit['tables']:6}  " + "  ".join(cells))
+            print(f"{gpu:6} {name:10} {fit['tables']:6} {fit['l2_resident']:5}  " + "  ".join(cells))
     print()
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import sympy
 
 from derive.calibration import FITTED
-from derive.catalog import Model, load_config_path, load_gpu, load_model
+from derive.catalog import Model, dtype_bytes, load_config_path, load_gpu, load_model
 from derive.sweeps import compile_expression, predictor_inputs
 from formulas import calibrated as cal
 from formulas import notation as sym
@@ -122,6 +122,21 @@ MOE_MAX_GPUS = 8
 MIN_LATENCY_SOURCE = "moe_torch_flow_min_latency"
 MIN_LATENCY_FORMAT = "nvfp4"
 MIN_LATENCY_TOKENS = 128
+# Each accelerator's L2 cache, bytes. aiconfigurator times one MoE layer over and over, so where a rank holds no more
+# expert weights than its L2, they stay resident from one run to the next and its table reads them from L2 (its L40S
+# fp8 tables for Qwen3-30B-A3B's experts at 8 GPUs, 72 MiB a rank, stream them at over twice the 864 GB/s datasheet
+# bandwidth); in a model's step every other layer's weights pass through between two reads of one layer's, so those
+# rows measure what no step sees, and the kernel fit leaves such tables out (tools/calibrate.py fit_kernels).
+L2_BYTES = {
+    "a100": 40 * 2**20,  # NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 40 MB L2
+    "h100": 50 * 2**20,  # NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), H100 SXM5: 50 MB L2
+    "h200": 50 * 2**20,  # the H100's GH100 die
+    "b200": 126 * 2**20,  # Chips and Cheese, "Nvidia's B200: Keeping the CUDA Juggernaut Rolling": 126 MB, two dies
+    "gb200": 126 * 2**20,  # the B200's dies
+    # NVIDIA Ada GPU Architecture whitepaper: AD102's 98,304 KB L2; the L40S keeps AD102's whole 384-bit memory
+    # interface, and aiconfigurator's L40S tables read ranks of up to 96 MiB of experts from L2 (above)
+    "l40s": 96 * 2**20,
+}
 
 
 @dataclass
@@ -145,6 +160,14 @@ class MoeTable:
     def params(self) -> int:
         """Parameters of one expert on one rank."""
         return (3 if self.gated else 2) * self.hidden * self.inter // self.tp
+
+    @property
+    def l2_resident(self) -> bool:
+        """Whether every expert weight one rank holds fits in its accelerator's L2 (L2_BYTES), so the profiling loop
+        read them from there."""
+        _, weight, _ = MOE_FORMATS[self.format]
+        held = self.experts / self.ep * self.params * float(dtype_bytes(weight))
+        return held <= L2_BYTES.get(self.gpu, 0)
 
 
 def moe_tables(path: Path = MOE) -> list[MoeTable]:

@@ -436,6 +436,37 @@ def test_the_nvfp4_moe_tables_take_the_min_latency_kernel_at_a_decode_steps_few_
     assert dict(table["points"])[16] == pytest.approx(0.4667, rel=2e-3)
 
 
+def test_the_moe_kernel_fit_leaves_out_tables_whose_ranks_experts_fit_in_l2():
+    """Qwen3-30B-A3B's 128 experts of 2,048 x 768, gated (fact: Qwen/Qwen3-30B-A3B config.json), in fp8 on 8 L40S at
+    ep 8: 16 experts a rank, 16·3·2,048·768 bytes = 72 MiB, inside the L40S's 96 MB L2 (AD102's, NVIDIA Ada GPU
+    Architecture whitepaper), so aiconfigurator's loop over one layer read them from there, and at ep 4 with each
+    expert split 2 ways the same; at ep 4 whole, 144 MiB, from memory; on an H100 (50 MB L2, NVIDIA H100
+    whitepaper) none. The fit leaves out exactly the resident tables."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import profiled
+
+    tables = profiled.moe_tables()
+
+    def table(gpu: str, tp: int, ep: int) -> profiled.MoeTable:
+        shape = (gpu, "fp8", 128, 8, 2048, 768, tp, ep)
+        keys = ("gpu", "format", "experts", "topk", "hidden", "inter", "tp", "ep")
+        (found,) = [t for t in tables if tuple(getattr(t, k) for k in keys) == shape]
+        return found
+
+    assert 128 // 8 * table("l40s", 1, 8).params == 72 * 2**20
+    assert table("l40s", 1, 8).l2_resident
+    assert table("l40s", 2, 4).l2_resident and not table("l40s", 1, 4).l2_resident
+    assert not table("h100", 1, 8).l2_resident
+    kernels = json.loads((Path(cal.__file__).parent / "calibration.json").read_text())["moe_kernels"]
+    for gpu, formats in kernels.items():
+        for form, fit in formats.items():
+            mine = [t for t in tables if (t.gpu, t.format) == (gpu, form)]
+            resident = sum(t.l2_resident for t in mine)
+            assert (fit["tables"], fit["l2_resident"]) == (len(mine) - resident, resident), (gpu, form)
+
+
 def test_a_moe_layer_runs_its_routed_kernel_in_place_of_the_dense_mlp_kernels_a_shared_expert_runs():
     """DeepSeek-V3 runs one shared expert beside the routed ones in each of its 58 MoE layers; Mixtral has none in its
     32 (facts: deepseek-ai/DeepSeek-V3 and mistralai/Mixtral-8x7B-v0.1 config.json). t_L is fitted on dense layers, so

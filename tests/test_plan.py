@@ -339,13 +339,14 @@ def test_the_step_terms_of_why_by_hand():
 
 
 def test_why_names_deepeps_latency_when_whole_experts_lose():
-    """DeepSeek-V3 in FP8 on B200 at 50 ms: dp8 with experts split 2 ways in 4 groups beats dp8 with whole experts
-    (aiconfigurator's own best, benchmarks/plan_compare.py), and what separates them is DeepEP's fixed time a MoE
-    layer, which only the whole experts' dispatch pays (formulas/deepep.json): 58 layers x alpha_E a slot."""
+    """DeepSeek-V3 as shipped (FP8-block) on B200 at 50 ms: dp8 with experts split 2 ways in 4 groups beats dp8 with
+    whole experts (aiconfigurator's own best, benchmarks/plan_compare.py), and what separates them is DeepEP's fixed
+    time a MoE layer, which only the whole experts' dispatch pays (formulas/deepep.json): 58 layers x alpha_E a
+    slot."""
     from derive.calibration import deepep
     from derive.planning import runner_up
 
-    p = derive.plan("deepseek-v3", "b200", dtype="fp8", tpot="50 ms")
+    p = derive.plan("deepseek-v3", "b200", tpot="50 ms")
     chosen, other = p.pick, runner_up(p.rows, p.pick)
     assert (chosen.layout.ep, chosen.layout.dp, other.layout.ep, other.layout.dp) == (4, 8, 8, 8)
     hgx = system_for(load_gpu("b200"))

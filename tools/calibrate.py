@@ -17,7 +17,8 @@ can (profiled.MAX_TP) and reports its error beyond them apart. A borrowed fit's 
 (`borrowed` in the output): on the accelerators and precisions that have a fit of their own.
 
 The routed experts' MoE kernel is fitted apart, to aiconfigurator's MoE kernel tables (benchmarks/profiled.py
-moe_tables: 2,690 shapes, formats and layouts), per accelerator and expert format (formulas/calibrated.py
+moe_tables: 2,690 shapes, formats and layouts; those whose ranks' experts fit in L2 left out, as the profiling loop
+read them from there), per accelerator and expert format (formulas/calibrated.py
 routed_experts and narrow_expert_time): a fixed time a MoE layer and passes over the routed activations (and, in a
 prompt pass, over their expert-wide intermediates), then the
 touched experts' bytes streamed and their FLOPs computed (one after the other at a decode step; at a prompt pass,
@@ -76,7 +77,10 @@ MOE_PREFILL_TOKENS = 1024  # its prompt rows: a prompt pass's
 MOE_NOTE = (
     "the routed experts' MoE kernel fitted per accelerator and expert format to aiconfigurator's MoE tables "
     "(benchmarks/data/aiconfigurator-0.12-moe.json), values by the keys formulas/calibrated.py's routed-expert terms "
-    "read; decode_error on the tables' rows of at most 512 tokens, prefill_error on those of at least 1024. A "
+    "read; decode_error on the tables' rows of at most 512 tokens, prefill_error on those of at least 1024; "
+    "l2_resident counts the tables left out, whose ranks' experts fit in the accelerator's L2 (benchmarks/profiled.py "
+    "L2_BYTES: aiconfigurator's loop over one layer read them from there, where a model's step reads them from "
+    "memory). A "
     "precision's fit holds its own format's and MXFP4's shares of the peaks, padding, narrow widths and activation "
     "passes and fixed times (fixed_from_moe_kernels says whose), and fits on its MoE training model the share of a "
     "dense layer's fixed time that the dense MLP's kernels a MoE layer runs its routed kernel in place of take "
@@ -387,7 +391,9 @@ def fit_kernel(tables: list[profiled.MoeTable], shared: dict[str, float] | None 
 
 
 def fit_kernels(tables: list[profiled.MoeTable]) -> dict[str, dict[str, Any]]:
-    """Every accelerator's MoE kernel fit in every format its tables have: accelerator -> format -> fit.
+    """Every accelerator's MoE kernel fit in every format its tables have: accelerator -> format -> fit, on the tables
+    whose ranks' experts do not fit in L2 (profiled.MoeTable.l2_resident: read from L2 in the profiling loop, as no
+    model's step reads them); how many were left out is the fit's l2_resident.
 
     A checkpoint format's (MXFP4's) narrow widths and activation passes are held at the accelerator's bf16 kernel's:
     they are the fit's own (formulas/calibrated.py), the w4a16 kernel multiplies and moves activations in 16 bits,
@@ -396,9 +402,11 @@ def fit_kernels(tables: list[profiled.MoeTable]) -> dict[str, dict[str, Any]]:
     for gpu, form in sorted(
         {(t.gpu, t.format) for t in tables}, key=lambda k: (k[0], k[1] in cal.EXPERT_FORMATS, k[1])
     ):
-        mine = [t for t in tables if (t.gpu, t.format) == (gpu, form)]
+        every = [t for t in tables if (t.gpu, t.format) == (gpu, form)]
+        mine = [t for t in every if not t.l2_resident]
         shared = out[gpu]["bf16"]["values"] if form in cal.EXPERT_FORMATS else None
-        out.setdefault(gpu, {})[form] = {"system": mine[0].system, **fit_kernel(mine, shared)}
+        fitted = fit_kernel(mine, shared)
+        out.setdefault(gpu, {})[form] = {"system": every[0].system, **fitted, "l2_resident": len(every) - len(mine)}
         print(f"{gpu} {form} MoE kernel: {json.dumps(out[gpu][form])}")
     return out
 
