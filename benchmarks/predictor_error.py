@@ -134,7 +134,7 @@ def kernel_table() -> None:
     """The routed experts' MoE kernel fits against aiconfigurator's MoE tables, as tools/calibrate.py recorded them:
     the tables fitted, and those left out whose ranks' experts fit in L2 ("in L2")."""
     kernels = json.loads((ROOT / "formulas" / "calibration.json").read_text())["moe_kernels"]
-    print("The MoE kernel against aiconfigurator's MoE tables (every shape, all rows; median and p90 of |error|)")
+    print("The MoE kernel against aiconfigurator's MoE tables (the tables fitted, all rows; median, p90 of |error|)")
     print(f"{'gpu':6} {'format':10} {'tables':>6} {'in L2':>5}  {'decode':>13}  {'prefill':>13}")
     for gpu, formats in kernels.items():
         for name, fit in formats.items():
