@@ -57,7 +57,6 @@ TAKEN = {
     cal.t_la: "aiconfigurator 0.12's MLA block less a GQA attention's at batch 1, each less its weights streamed",
 }
 ACTIVATION_BYTES = 2  # activations and all-reduces in bf16 whatever the weights (TensorRT-LLM, vLLM)
-ALLREDUCES_PER_LAYER = 2  # Megatron: after attention and after the MLP
 
 
 @dataclass(frozen=True)
@@ -251,7 +250,6 @@ def predictor_values(gpu: Gpu, dtype: str, fitted: bool = True) -> dict[Any, sym
         values.update(deepep_values(gpu))
     values[sh.b_a] = sympy.Integer(ACTIVATION_BYTES)
     values[lay.r_dq] = dispatch_share(gpu, dtype)
-    values[cal.m_ar] = sympy.Integer(ALLREDUCES_PER_LAYER)
     # A GPU without a link in the catalog runs on one accelerator only (the predictor refuses --tp > 1);
     # the wire term is then multiplied by Min(n - 1, 1) = 0, and any positive bandwidth stands in.
     values[sh.BW_link] = gpu.link if gpu.link is not None else gpu.bandwidth

@@ -41,7 +41,7 @@ m_ar = define(
     "m_AR",
     "",
     r"m_{ar}",
-    "tensor-parallel all-reduces per layer (after attention and after the MLP)",
+    "tensor-parallel all-reduces per layer, over the stack (after each mixer and each MLP: two in a Llama layer)",
 )
 alpha_ar = define(
     "decode_allreduce_latency",

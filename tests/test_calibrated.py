@@ -547,3 +547,22 @@ def test_every_layer_kind_counts_its_activations_norms_latents_and_dense_mlps_be
         values, lib = predictor_inputs(model, load_gpu("h100"), "bf16")
         got = tuple(evaluate(q.symbol, dict(values), lib) for q in (cal.v_act, cal.L_qn, cal.L_la, cal.L_sx))
         assert all(e is None or g == e for g, e in zip(got, expected, strict=True)), (source, got)
+
+
+def test_a_layer_that_is_a_mixer_or_an_mlp_alone_ends_in_one_allreduce():
+    """Megatron ends each mixer and each MLP in one all-reduce: two in a Llama layer (a mixer and an MLP, fact:
+    meta-llama/Meta-Llama-3-8B config.json), one in each of Nemotron-3 Nano's 52 layers, which its
+    hybrid_override_pattern makes a Mamba-2 mixer, an attention or a MoE block alone (23 M, 6 *, 23 E; fact:
+    nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json). So its decode all-reduce at tp 2 is 52 of them, half what
+    two a layer would make."""
+    from derive.catalog import load_model
+    from derive.core.evaluation import evaluate
+
+    assert load_model("nemotron3-nano").config.layers == 52
+    for model, per_layer in (("llama3-8b", 2), ("nemotron3-nano", 1)):
+        values, lib = _prompt_inputs(model, "h100", "bf16", 16, 2048, 2)
+        assert evaluate(cal.m_ar.symbol, dict(values), lib) == per_layer, model
+    values, lib = _prompt_inputs("nemotron3-nano", "h100", "bf16", 16, 2048, 2)
+    one = evaluate(cal.t_ar.symbol, dict(values), lib)
+    two = evaluate(cal.t_ar.symbol, {**values, cal.m_ar: sympy.Integer(2)}, lib)
+    assert float(two) == pytest.approx(2 * float(one), rel=1e-12)

@@ -10,8 +10,15 @@ from derive.catalog import load_gpu, load_model
 from derive.core.errors import DeriveError, FitError
 from derive.derivations.common import Setup
 from derive.derivations.energy import energy
+from formulas import notation as sym
 
-RESULT_NAMES = {"joules_per_token", "joules_per_token_batch1", "joules_per_token_max_batch", "batch1_over_max_batch"}
+RESULT_NAMES = {
+    "joules_per_token",
+    "joules_per_token_calibrated",
+    "joules_per_token_batch1",
+    "joules_per_token_max_batch",
+    "batch1_over_max_batch",
+}
 
 
 def _independent(model_name: str, gpu_name: str, tp: int, context: int):
@@ -73,3 +80,16 @@ def test_a_mixture_of_experts_notes_the_experts_it_skips():
     # At batch 1 Mixtral reads its 2 of 8 experts, not all the weights the roofline counts.
     sheet = energy(Setup(load_model("mixtral-8x7b"), load_gpu("h100"), batch=1))
     assert any("derive experts" in note for note in sheet.notes)
+
+
+def test_the_calibrated_figure_stands_beside_the_floor_at_predicts_step():
+    """Power and tokens are the floor's; the step is derive predict's calibrated TPOT at the same batch and context,
+    so the two figures stand in the ratio of the two steps, the estimate above the floor."""
+    import derive
+
+    sheet = _sheet(16, tp=2)
+    floor, estimate = (sheet.results[n].value for n in ("joules_per_token", "joules_per_token_calibrated"))
+    tpot = derive.predict("llama3-70b", "h100", tp=2, batch=16, prompt=2047, output=2).results["tpot"]
+    step = sheet.values[sym.t_step]
+    assert float(estimate / floor) == pytest.approx(float(tpot.to("second").magnitude) / float(step), rel=1e-9)
+    assert estimate > floor

@@ -220,7 +220,8 @@ LAYOUTS = [
 @pytest.mark.parametrize(("model_name", "gpu_name", "layout"), LAYOUTS, ids=[f"{m}-{g}-{lt}" for m, g, lt in LAYOUTS])
 def test_predict_on_a_layout_is_the_plans_step(model_name, gpu_name, layout):
     """`derive predict --ep --pp --dp` evaluates the plan's layout formulas: the same step at the same micro-batch,
-    and the prompt pass of its prompts spread over the attention ranks, every rank's at once (d_p = d)."""
+    and the prompt pass of its prompts spread over the attention ranks, every rank that holds one at once (d_p = d
+    from d sequences)."""
     dtype = "fp8" if model_name == "deepseek-v3" else "bf16"
     r = derive.predict(
         model_name,
@@ -236,7 +237,7 @@ def test_predict_on_a_layout_is_the_plans_step(model_name, gpu_name, layout):
     ).results
     base = layout_inputs(load_model(model_name), [layout], system_for(load_gpu(gpu_name)))
     prompts = list(base)
-    prompts[INPUTS.index(lay.d_p)] = np.array([float(layout.dp)])
+    prompts[INPUTS.index(lay.d_p)] = np.array([float(min(BATCH, layout.dp))])
     per_rank = -(-BATCH // layout.dp)
     for floor, suffix in ((True, "_floor"), (False, "")):
         compiled = _compiled(model_name, gpu_name, floor)
@@ -247,6 +248,18 @@ def test_predict_on_a_layout_is_the_plans_step(model_name, gpu_name, layout):
             planned = float(np.ravel(fn(*inputs, np.array([0.0]), float(batch)))[0])
             assert float(r[name + suffix].to("second").magnitude) == pytest.approx(planned, rel=1e-5), name + suffix
     assert float(r["sequences"].magnitude) == layout.pp * BATCH
+
+
+def test_one_sequence_on_attention_data_parallel_ranks_prefills_alone():
+    """One sequence on 8 attention ranks (DeepSeek-V3, dp8 ep4 on B200) holds a prompt on one rank: predict's TTFT is
+    that prompt's pass alone (d_p = 1), the plan's `prompt_pass_s` for the layout, not eight prompts' at once."""
+    layout = Layout(1, 4, 1, 8)
+    r = derive.predict("deepseek-v3", "b200", tp=1, ep=4, dp=8, batch=1, prompt=PROMPT, output=OUTPUT).results
+    alone = derive.predict("deepseek-v3", "b200", tp=1, ep=4, dp=8, batch=8, prompt=PROMPT, output=OUTPUT).results
+    plan = derive.plan("deepseek-v3", "b200", prompt=PROMPT, output=OUTPUT, tpot="200 ms", max_gpus=8)
+    (row,) = [row for row in plan.rows if row.layout == layout]
+    assert float(r["ttft"].to("second").magnitude) == pytest.approx(row.prompt_pass, rel=1e-6)
+    assert r["ttft"] < alone["ttft"]
 
 
 @pytest.mark.parametrize(

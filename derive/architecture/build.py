@@ -193,6 +193,7 @@ def model_formulas(arch: Architecture) -> ModelFormulas:
     per_token, costs, kinds = _costs(arch, syms)
     costs += (
         _activation_values(arch, syms),
+        _allreduces_per_layer(arch),
         _qk_normed_layers(arch, syms),
         _shared_expert_layers(arch),
         _latent_layers(arch, syms),
@@ -493,6 +494,20 @@ def _activation_values(arch: Architecture, syms: _Symbols) -> Formula:
         "transformers' MLPs (LlamaMLP: down_proj(act_fn(gate_proj(x)) * up_proj(x))) apply the activation on the "
         "intermediate; a routed expert's belongs to its MoE kernel.",
         counts=True,
+    )
+
+
+def _allreduces_per_layer(arch: Architecture) -> Formula:
+    """Tensor-parallel all-reduces a layer, over the stack: one after each mixer and one after each MLP or MoE block,
+    so two in a layer with both and one in a layer that is one or the other (Nemotron-H's, Mamba's)."""
+    from formulas import calibrated as cal
+
+    ends = sum(g.count * (int(g.mixer is not None) + int(g.mlp is not None or g.moe is not None)) for g in arch.groups)
+    return Formula(
+        cal.m_ar,
+        sympy.Rational(ends, arch.layers),
+        "Megatron-LM (Shoeybi et al. 2019, sec. 3): a mixer's output projection and an MLP's second GEMM are "
+        "row-parallel, each ending in one all-reduce of the d-wide activation; a layer without one has none of its.",
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sympy
 
-from derive.calibration import ACTIVATION_BYTES, ALLREDUCES_PER_LAYER, FITTED, Calibration, calibration
+from derive.calibration import ACTIVATION_BYTES, FITTED, Calibration, calibration
 from derive.catalog import Gpu
 from derive.core.errors import DeriveError
 from derive.core.sheet import Work
@@ -33,12 +33,20 @@ def calibration_inputs(work: Work, setup: Setup, gpu: Gpu) -> Calibration:
 
 
 def collective_inputs(work: Work) -> None:
-    """What the collectives move: bf16 activations, two all-reduces a layer, a d-wide vector a token (once a sheet)."""
+    """What the collectives move: bf16 activations, the model's all-reduces a layer (two in a layer with a mixer and an
+    MLP), a d-wide vector a token (once a sheet)."""
     if sh.b_a in work.values:
         return
     work.given(sh.b_a, ACTIVATION_BYTES, "bf16 activations, whatever the weights", inline=True)
-    work.given(cal.m_ar, ALLREDUCES_PER_LAYER, "Megatron: one after attention, one after the MLP", inline=True)
+    allreduce_count(work)
     work.compute(sh.ffn_io_values_per_token)
+
+
+def allreduce_count(work: Work, inline: bool = True) -> None:
+    """m_ar as the model's layers give it: one all-reduce after each mixer and each MLP (two in a Llama layer)."""
+    count = work.library.get("allreduces_per_layer").expr
+    said = "a mixer and an MLP in every layer" if count == 2 else "the model's layers, on average"
+    work.given(cal.m_ar, count, f"{said} (Megatron)", inline=inline)
 
 
 def calibrated_ridges(work: Work, setup: Setup, gpu: Gpu) -> tuple[sympy.Expr, sympy.Expr]:

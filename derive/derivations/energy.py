@@ -60,6 +60,25 @@ def evaluate_at(work: Work, batch: sympy.Expr, wanted: tuple[Sym, ...]) -> dict[
     return {s: evaluate(s.symbol, values, work.library) for s in wanted}
 
 
+def _calibrated_beside(work: Work, setup: Setup, joules: sympy.Expr) -> None:
+    """The estimate beside the floor: the same power and tokens over the calibrated step (derive predict's TPOT at this
+    batch and context), so a token's energy grows with the step; none where predict cannot run."""
+    from derive.derivations.costs import calibrated_at
+
+    real = calibrated_at(setup, setup.batch)
+    tpot = real.results["tpot"].value if real is not None and "tpot" in real.results else None
+    if not isinstance(tpot, sympy.Expr):
+        return
+    estimate = joules * tpot / work.values[sym.t_step]
+    work.result("joules_per_token_calibrated", energy_formulas.e_tok, estimate)
+    work.note(
+        f"at the calibrated step ({format_quantity(tpot, 'second')}, derive predict's TPOT at this batch and context) "
+        f"a token costs {format_quantity(estimate, 'joule/token')}, the estimate beside the floor's "
+        f"{format_quantity(joules, 'joule/token')}; derive plan's J/tok also counts the prompt passes a server "
+        "interleaves with its steps"
+    )
+
+
 def energy(setup: Setup) -> Sheet:
     model, gpu = setup.model, setup.gpu
     if gpu is None:
@@ -74,7 +93,8 @@ def energy(setup: Setup) -> Sheet:
     at_batch(work, setup, setup.batch, "--batch" if "batch" not in setup.defaults else "default")
     work.compute(work.library.get("throughput_floor"))
     work.compute(work.library.get("step_energy"))
-    work.compute(work.library.get("energy_per_token"), "joules_per_token")
+    joules = work.compute(work.library.get("energy_per_token"), "joules_per_token")
+    _calibrated_beside(work, setup, joules)
 
     # The other batches are evaluated aside: a sheet's worked lines show its final values.
     work.heading(f"The same at batch {fewest(setup)} and at the largest batch memory holds")

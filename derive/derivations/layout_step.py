@@ -63,7 +63,8 @@ def setup_layout(setup: Setup, command: str) -> tuple[Gpu, Layout, System]:
 def layout_values(work: Work, setup: Setup, layout: Layout, system: System, prompts_together: int = 1) -> None:
     """The layout's degrees, KV shards, all-to-all layers and links as givens (formulas/layout.py's inputs), and
     the layout forms of the roofline's quantities in the work's library. `prompts_together`: the attention ranks
-    whose prompt passes share the experts at once (predict's, d of them), else one request's alone."""
+    whose prompt passes share the experts at once (predict's: those its micro-batch gives a prompt, at most d), else
+    one request's alone."""
     model = setup.model
     work.library = work.library.extended(lay.roofline_on_layout())
     work.heading(f"The layout ({system.title})")

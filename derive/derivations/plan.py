@@ -193,7 +193,8 @@ def predict_on_layout(setup: Setup) -> Sheet:
     work = start("predict", f"{title}: {setup.prompt:,} prompt, {setup.output:,} output tokens", setup)
     decode_inputs_at_mean_context(work, setup, setup.prompt, setup.output)
     accelerator(work, setup)
-    layout_values(work, setup, layout, system, prompts_together=layout.dp)
+    # The ranks holding a prompt of the micro-batch prefill at once: all d of them from d sequences, fewer below.
+    layout_values(work, setup, layout, system, prompts_together=min(setup.batch, layout.dp))
     work.given(sym.B, setup.batch, "--batch: one micro-batch; each pipeline stage works on its own")
     work.given(sym.S_p, setup.prompt, "--prompt")
     work.given(sym.S_o, setup.output, "--output")

@@ -11,6 +11,7 @@ from derive.catalog import dtype_bytes
 from derive.core.errors import DeriveError, FitError
 from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet
 from derive.core.units import format_quantity, to_base_factor
+from derive.derivations.calibrated import allreduce_count
 from derive.derivations.common import (
     Setup,
     accelerator,
@@ -87,7 +88,7 @@ def _sheet(inputs: Inputs, **overrides: object):  # type: ignore[no-untyped-def]
                 f"{gpu.name} has no GPU-to-GPU link in its datasheet, so the all-reduce has no bandwidth",
                 "Use --set tp=1 or another --gpu",
             )
-        work.given(cal.m_ar, 2, "Megatron tensor parallelism: one after attention, one after the MLP")
+        allreduce_count(work, inline=False)
         work.given(sh.b_a, dtype_bytes(activation_format(setup)), activation_format(setup))
         link, wire, _ = tp_link(setup, int(n))
         work.given(sh.BW_link, link, wire)
@@ -226,8 +227,8 @@ def build(inputs: Inputs) -> Answer:
     answer.takeaways += [
         Prose(
             "takeaway",
-            "The floor is weight bytes over aggregate bandwidth ({t_w}): only fewer bytes per weight "
-            "(fp8, int4) or more bandwidth moves it; faster tensor cores do nothing at batch 1.",
+            "The weight reads set the floor ({t_w} of its {floor}), weight bytes over aggregate bandwidth: only "
+            "fewer bytes per weight (fp8, int4) or more bandwidth moves it; faster tensor cores do nothing at batch 1.",
             q,
         ),
         Prose(
@@ -287,8 +288,8 @@ def _wrong_answers(answer: Answer, setup: Setup, sheet: Sheet, q: dict[str, Quan
         found.append(
             Prose(
                 "wrong",
-                "Reading all {weights} of weights at batch 1: {t_all}, {all_over} times the floor. One token reads "
-                "only the {routed} of {experts} experts it is routed to in each layer.",
+                "Reading all {weights} of weights at batch 1: {t_all}, {all_over} times the weight reads' {t_w}. One "
+                "token reads only the {routed} of {experts} experts it is routed to in each layer.",
                 q,
             )
         )
@@ -297,8 +298,8 @@ def _wrong_answers(answer: Answer, setup: Setup, sheet: Sheet, q: dict[str, Quan
         found.append(
             Prose(
                 "wrong",
-                "Streaming all the weights through one {gpu_name}'s {bw}: {t_one}, {n} times the floor. Tensor "
-                "parallelism gives each of the {n} accelerators its own shard to read, all at once.",
+                "Streaming all the weights through one {gpu_name}'s {bw}: {t_one}, {n} times the weight reads' {t_w}. "
+                "Tensor parallelism gives each of the {n} accelerators its own shard to read, all at once.",
                 q,
             )
         )
@@ -309,8 +310,8 @@ def _wrong_answers(answer: Answer, setup: Setup, sheet: Sheet, q: dict[str, Quan
     found.append(
         Prose(
             "wrong",
-            "Taking the {read_gib} GiB the weights occupy for as many GB: the floor comes out at {t_gib}, {gib_pct} % "
-            "too low. A GiB is 1,073,741,824 bytes, and bandwidth is quoted in decimal TB/s.",
+            "Taking the {read_gib} GiB of weights a token reads for as many GB: the weight reads come out at {t_gib}, "
+            "{gib_pct} % short of {t_w}. A GiB is 1,073,741,824 bytes, and bandwidth is quoted in decimal TB/s.",
             q,
         )
     )

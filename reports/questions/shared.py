@@ -19,6 +19,7 @@ from derive.catalog import dtype_bytes
 from derive.core.errors import DeriveError
 from derive.core.sheet import Figure, Prose, Quantity, Section, Sheet, Work
 from derive.core.units import format_quantity
+from derive.derivations.calibrated import allreduce_count
 from derive.derivations.common import Setup, decode_inputs, start
 from derive.derivations.energy import at_batch, decode_roofline, max_batch
 from derive.derivations.sharding import activation_format
@@ -297,11 +298,10 @@ def buckets(work: Work, setup: Setup, inputs: Mapping[str, Any], allreduce: bool
     n = work.values[sym.n]
     if allreduce:
         work.heading("Tensor-parallel all-reduces")
-        work.given(
-            cal.m_ar,
-            2 if n > 1 else 0,
-            "Megatron TP: one after attention, one after the MLP" if n > 1 else "one accelerator: no all-reduce",
-        )
+        if n > 1:
+            allreduce_count(work, inline=False)
+        else:
+            work.given(cal.m_ar, 0, "one accelerator: no all-reduce")
         work.given(
             cal.alpha_ar,
             assumed(inputs, "allreduce_latency", "second"),
