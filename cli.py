@@ -23,7 +23,34 @@ from derive.scenario import DEFAULTS
 # that `derive --help` and errors in option parsing stay fast.
 
 
+class _Once(click.Command):
+    """A command that refuses an option given twice: click keeps the last value, so `--gpu h100 --gpu b200` would
+    plan on b200 alone without a word."""
+
+    def make_parser(self, ctx: click.Context) -> Any:
+        parser = super().make_parser(ctx)
+        parse = parser.parse_args
+
+        def once(args: list[str]) -> Any:
+            opts, rest, order = parse(args)
+            seen: set[str | None] = set()
+            for param in order:
+                if not isinstance(param, click.Option) or param.multiple or param.is_flag or param.count:
+                    continue
+                if param.name in seen:
+                    several = " (several go in one, comma-separated)" if "comma-separated" in (param.help or "") else ""
+                    raise click.UsageError(f"{param.opts[0]} is given more than once: give it once{several}", ctx)
+                seen.add(param.name)
+            return opts, rest, order
+
+        parser.parse_args = once  # type: ignore[method-assign]
+        return parser
+
+
 class _DeriveGroup(click.Group):
+    command_class = _Once
+    group_class = type  # subgroups (crossover, simulate, sweep) are _DeriveGroups, their commands _Once
+
     def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         from derive.core.errors import DeriveError
 
@@ -36,9 +63,10 @@ class _DeriveGroup(click.Group):
             exc.show()
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
-            message = exc.format_message().rstrip(".")
+            message = exc.format_message().removesuffix(" Did you mean '--help'?").rstrip(".")  # no option is near
             context = getattr(exc, "ctx", None)
-            hint = f". Run '{context.command_path} --help' for the options" if context else ""
+            stop = "" if message.endswith("?") else "."  # click's "Did you mean '--help'?" ends a sentence already
+            hint = f"{stop} Run '{context.command_path} --help' for the options" if context else ""
             click.echo(f"derive: error: {_one_line(message)}{hint}", err=True)
             sys.exit(2)
         except DeriveError as exc:
@@ -130,8 +158,9 @@ COUNT = _Count()
 DTYPES = list(INPUT_DTYPES)
 
 
-def option(name: str) -> Callable[..., Any]:
-    """The click option of one shared input, built from its declaration in derive/inputs.py."""
+def option(name: str, help: str | None = None) -> Callable[..., Any]:
+    """The click option of one shared input, built from its declaration in derive/inputs.py; `help`: the command's
+    own words where the input means something of its own there."""
     declared = INPUTS[name]
     flags = [declared.option, *([declared.short] if declared.short else [])]
     kinds: dict[str, dict[str, Any]] = {
@@ -145,7 +174,7 @@ def option(name: str) -> Callable[..., Any]:
     }
     # Every default is filled in below the CLI (a shared input's by the scenario, derive/scenario.py; a command's own
     # by its API function), which then names it in "defaults used"; the help states it (Input.text).
-    return click.option(*flags, name, help=declared.text, **kinds[declared.kind])
+    return click.option(*flags, name, help=help or declared.text, **kinds[declared.kind])
 
 
 def _options(*decorators: Callable[..., Any]) -> Callable[..., Any]:
@@ -365,7 +394,8 @@ def measure(quick: bool, out: str | None, figure: str | None, as_json: bool) -> 
     from derive import measurement as measuring
     from derive.core import validate
 
-    out_file = validate.output_file(out) if out else None  # checked before a minute of measuring
+    # Checked before a minute of measuring.
+    out_file = validate.output_file(out, example="measured.json") if out else None
     if figure:
         validate.figure_file(figure, "--figure")
     plan = measuring.Plan.quick() if quick else measuring.Plan()
@@ -395,7 +425,7 @@ def simulate() -> None:
 @click.option("--batch", type=COUNT, default=8, show_default=True, help="Most requests decoded at once (the seats).")
 @click.option("--replies", default="8:256", show_default=True, help="Reply lengths, uniform: MIN:MAX tokens.")
 @click.option("--arrivals", type=click.Choice(["poisson", "all"]), default="poisson", show_default=True)
-@option("rate")
+@option("rate", help="Requests a second the Poisson arrivals come at (instead of --load). Default: --load's.")
 @click.option(
     "--load",
     type=_Number(0.01, 10, zero=True),

@@ -890,7 +890,9 @@ def simulate_batching(
 
     low, sep, high = str(replies).partition(":")
     if not (sep and low.isdigit() and high.isdigit() and 1 <= int(low) <= int(high)):
-        raise DeriveError(f"--replies '{replies}' is not MIN:MAX", "For example --replies 8:256")
+        raise DeriveError(
+            f"--replies '{replies}' is not MIN:MAX, whole numbers with 1 <= MIN <= MAX", "For example --replies 8:256"
+        )
     if arrivals not in ("poisson", "all"):
         raise DeriveError(f"--arrivals '{arrivals}' is not poisson or all", "Pass --arrivals poisson or all")
     _one_arrival_rate(arrivals, rate, load)

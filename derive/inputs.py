@@ -95,8 +95,7 @@ _TABLE = (
     Input(
         "rate",
         "quantity",
-        "Requests a second: plan sizes the fleet for it; simulate batching's Poisson arrivals come at it (there, by "
-        "default, at --load of capacity).",
+        "Requests a second to serve: plan sizes the fleet of whole copies for it.",
         unit="sequence/second",
         example="20 req/s",
         command="plan, simulate batching",

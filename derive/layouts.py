@@ -110,7 +110,9 @@ def problem(s: Shape, layout: Layout, system: System) -> str | None:
     if split is not None:
         return split
     if s.layers % pp:
-        return f"pp {pp} does not divide the {s.layers} layers"
+        stages = [f"{k}" for k in range(1, min(s.layers, 64) + 1) if s.layers % k == 0]
+        those = ", ".join(stages[:-1]) + f" or {stages[-1]}" if len(stages) > 1 else stages[0]
+        return f"pp {pp} does not divide the {s.layers} layers (pp {those} does)"
     if not s.experts:
         if ep != 1 or dp != 1:
             return "a dense model has no experts to share: ep and dp are 1 (more copies serve a higher rate)"

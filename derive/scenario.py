@@ -84,7 +84,12 @@ def build(
         if isinstance(link, str) and link.strip().lower() in LINKS:  # the system's own (formulas/systems.toml)
             fields["link_name"] = link.strip().lower()
         else:
-            fields["link"] = _quantity(link, "byte/second", "link")
+            try:
+                fields["link"] = _quantity(link, "byte/second", "link")
+            except DeriveError as error:  # name the link words as well as a bandwidth
+                named = f"name one: {' or '.join(LINKS)}"
+                hint = f"{error.hint}, or {named}" if error.hint else named.capitalize()
+                raise DeriveError(error.message, hint) from None
     if any(values.get(key) is not None for key in SPECULATION):
         from derive.speculation import speculation
 

@@ -359,9 +359,22 @@ class Grid:
         return [*self.numeric, "tp"] if self.chooses_tp else list(self.numeric)
 
 
+# The most points one sweep evaluates: 10^9 rows at the 3 million points a second of one core (benchmarks/README.md)
+# take about six minutes and hundreds of GB as CSV; a grid past it is a typo in a range more often than a plan.
+MAX_POINTS = 10**9
+
+
 def check(grid: Grid) -> None:
-    """Refuse a grid some point of which no command would run (a --tp that splits a head), before any output."""
+    """Refuse a grid some point of which no command would run (a --tp that splits a head), or one too large to mean,
+    before any output."""
     from derive.layouts import check_tp
+
+    if grid.size > MAX_POINTS:
+        axes = " x ".join(f"{len(v):,} {k}" for k, v in grid.numeric.items())
+        raise DeriveError(
+            f"the grid has {grid.size:,} points ({axes}), more than the {MAX_POINTS:,} one sweep evaluates",
+            "Narrow an axis (START:STOP:STEP with a larger step, or fewer values), or split the sweep",
+        )
 
     for model in grid.categorical["model"]:
         loaded = load_model(model) if isinstance(model, str) else model
@@ -618,7 +631,27 @@ def plan(
     chosen = predict_target() if target == "predict" else formula_target(target)
     check(grid)
     check_axes(chosen, grid)
+    check_figures(chosen, grid, [key for key, value in (figures or {}).items() if value is not None])
     return Sweep(chosen, grid, notes)
+
+
+# A datasheet figure a sweep may override, and the quantity it gives (not --memory: the default tp rule and each
+# row's fit read it too).
+FIGURES = {"bandwidth": sym.BW, "flops": sym.P, "power": en.P_acc}
+
+
+def check_figures(target: Target, grid: Grid, given: Sequence[str]) -> None:
+    """Refuse an overridden datasheet figure no output of the target reads (`sweep kv_bytes --flops ...`): its rows
+    would be the datasheet's, as if it applied."""
+    from derive.core.evaluation import depends_on
+    from derive.derivations.common import model_library
+
+    libraries = [model_library(load_model(m) if isinstance(m, str) else m) for m in grid.categorical["model"]]
+    outputs = [expr for expr, _ in target.outputs.values()]
+    for figure in given:
+        quantity = FIGURES.get(figure)
+        if quantity is not None and not any(depends_on(e, quantity, lib) for e in outputs for lib in libraries):
+            raise DeriveError(f"{target.name} does not depend on --{figure}", f"Drop --{figure}: it changes nothing")
 
 
 def splitting_degrees(text: str, models: Sequence[Model]) -> tuple[list[int], list[int]]:

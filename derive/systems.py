@@ -140,7 +140,10 @@ def prices(gpus: list[Gpu], overrides: str | None = None) -> dict[str, Price]:
         gpu = load_gpu(name.strip())
         if gpu.name not in {g.name for g in gpus}:
             raise DeriveError(f"--price names {gpu.name}, which --gpu does not plan on", "Add it to --gpu or drop it")
-        per_second = parse_quantity(text.strip(), "USD/second", "--price")
+        try:
+            per_second = parse_quantity(text.strip(), "USD/second", "--price")
+        except DeriveError as error:  # the example in the NAME=PRICE form --price takes
+            raise DeriveError(error.message, 'For example --price "h100=2.5 USD/h"') from None
         if per_second <= 0:
             raise DeriveError(f"--price for {gpu.name} must be positive", 'For example --price "h100=2.5 USD/h"')
         out[gpu.name] = Price(gpu.name, per_second, "given with --price", "", "--price")

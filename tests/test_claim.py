@@ -80,3 +80,12 @@ def test_claim_is_required():
     with pytest.raises(DeriveError, match="claim needs --claim") as info:
         _sheet(claimed=None)
     assert info.value.hint == 'Pass --claim "1000 token/s"'
+
+
+def test_no_tokens_a_pass_meet_a_claim_past_each_tokens_own_reads():
+    """Each token a pass gains reads its own embedding row (8,192 B of Llama 3 8B's 4,096 bf16 values, config), so a
+    pass of tau tokens reads tau·8,192 B more: at 10^9 tokens/s a user that alone takes 8.2 TB/s, past one H100's
+    3.35 TB/s (datasheet). No count of tokens a pass meets it, and none is said, never a negative count."""
+    sheet = _sheet(model="llama3-8b", gpu="h100", claimed=sympy.Integer(10**9))
+    assert sheet.results["required_tokens_per_pass"].value is None
+    assert all(s.value is None or s.value > 0 for s in sheet.steps if hasattr(s, "solution"))

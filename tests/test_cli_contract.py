@@ -95,3 +95,22 @@ def test_catalogs_reports_and_answers_follow_the_contract(run, args, name):
     assert name in payload["results"]
     for value in payload["results"].values():
         assert set(value) == {"value", "unit", "symbolic", "latex"}
+
+
+def test_a_solve_with_no_root_says_none_in_json_never_nan(run):
+    """No batch makes an 8B step 1 ms on an H100 (its weights alone take 4.5 ms to read), and a prompt on a 10 PB/s
+    accelerator is compute-bound from its first token: each result is null, with no NaN in its formula, and the notes
+    say why."""
+    for args in (
+        ["solve", "step_time = 1 ms", "--for", "batch", "--model", "llama3-8b"],
+        ["crossover", "prefill", "--model", "gpt-oss-20b", "--gpu", "b200", "--bandwidth", "10 PB/s"],
+    ):
+        result = run(*args, "--json")
+        assert result.exit_code == 0, result.stderr
+        payload = json.loads(result.stdout)
+        assert "nan" not in result.stdout.lower()
+        (value,) = [r for r in payload["results"].values() if r["value"] is None]
+        assert value["symbolic"] is None and value["latex"] is None
+        assert any(": none (" in note for note in payload["notes"])
+    prefill = run("crossover", "prefill", "--model", "gpt-oss-20b", "--gpu", "b200", "--bandwidth", "10 PB/s")
+    assert "no crossover: compute-bound at every prompt length" in prefill.stdout

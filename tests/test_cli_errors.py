@@ -187,3 +187,67 @@ def test_an_echoed_control_character_keeps_the_error_on_one_line(run):
     result = run("params", "--model", "llama3-8b", "--check", "\x1e")
     assert result.exit_code == 2 and "unexpected extra argument (\\x1e)" in result.stderr
     assert len(result.stderr.splitlines()) == 1
+
+
+# Inputs refused since a review ran the commands as a hostile user would (stop 45): each one line, exit 2.
+REFUSED = [
+    # click keeps an option's last value: `--gpu h100 --gpu b200` would plan on b200 alone, and say nothing.
+    (
+        ["plan", "--model", "llama3-8b", "--gpu", "h100", "--gpu", "b200", "--tpot", "30 ms"],
+        "--gpu is given more than once: give it once (several go in one, comma-separated). Run 'derive plan --help' "
+        "for the options",
+    ),
+    (
+        ["crossover", "kv-weights", "--model", "llama3-8b", "--model", "llama3-70b"],
+        "--model is given more than once: give it once. Run 'derive crossover kv-weights --help' for the options",
+    ),
+    # eval, solve and sweep refuse an option their quantity never reads, as sweep refuses an axis: the output would
+    # be the same without it, as if it applied.
+    (
+        ["eval", "kv_bytes", "--model", "llama3-8b", "--flops", "1 TFLOP/s"],
+        "kv_bytes does not depend on --flops. Drop --flops: it changes nothing here",
+    ),
+    (
+        ["solve", "kv_bytes = weight_bytes", "--for", "context", "--model", "llama3-8b", "--bandwidth", "5 TB/s"],
+        "'kv_bytes = weight_bytes' does not depend on --bandwidth. Drop --bandwidth: it changes nothing here",
+    ),
+    (
+        ["solve", "kv_bytes = weight_bytes", "--for", "context", "--model", "llama3-8b", "--context", "4096"],
+        "--context is what 'kv_bytes = weight_bytes' is solved for. Drop --context",
+    ),
+    (
+        ["sweep", "kv_bytes", "--model", "llama3-8b", "--batch", "1,2", "--power", "1 W"],
+        "kv_bytes does not depend on --power. Drop --power: it changes nothing",
+    ),
+    # A quantity given by --set and by its own option, or by --set twice: neither silently wins.
+    (
+        ["eval", "kv_bytes", "--model", "llama3-8b", "--set", "batch=16", "--batch", "4"],
+        "--set batch and --batch both give sequences decoded together. Give it one way, not both",
+    ),
+    (
+        ["eval", "kv_bytes", "--model", "llama3-8b", "--set", "batch=16", "--set", "batch=4"],
+        "--set batch is given twice. Give batch once",
+    ),
+    (
+        ["sweep", "predict", "--model", "llama3-8b", "--batch", "1:1000000", "--context", "1:8000"],
+        "the grid has 8,000,000,000 points (1,000,000 batch x 8,000 context), more than the 1,000,000,000 one sweep "
+        "evaluates. Narrow an axis (START:STOP:STEP with a larger step, or fewer values), or split the sweep",
+    ),
+    # MBU above 1 can come from bytes read as another format (bf16 for int4: 4x at most); 1 ns cannot.
+    (
+        ["utilisation", "--model", "llama3-8b", "--step-time", "1 ns"],
+        "--step-time 1 ns is 4.561 million times shorter than the 4.561 ms the step's bytes take at peak bandwidth: "
+        "no step beats the roofline, and no weight or cache format read as another explains more than 4x. Check the "
+        "time's unit (ms, us) and --batch, --context, --dtype and --kv-dtype",
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), REFUSED, ids=[" ".join(a[:2]) for a, _ in REFUSED])
+def test_refused_in_one_line(run, args, message):
+    assert_error(run(*args), message)
+
+
+def test_what_the_refusals_spare_still_runs(run):
+    assert run("predict", "--model", "llama3-8b", "--json", "--json").exit_code == 0  # a flag twice is the flag
+    assert run("eval", "step_time", "--model", "llama3-8b", "--bandwidth", "5 TB/s").exit_code == 0  # read: kept

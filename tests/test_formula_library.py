@@ -180,7 +180,9 @@ def test_eval_set_changes_downstream_values(run):
     ],
 )
 def test_solve_substituted_back_satisfies_the_equation(equation, unknown):
-    setup = Setup(load_model("llama70b"), load_gpu("h100"), context=512)
+    # As the CLI builds it with neither option given: a --context or --batch given as well as solved for, or one the
+    # equation does not read, is refused (derive/derivations/generic.py refuse_unread).
+    setup = Setup(load_model("llama70b"), load_gpu("h100"), context=512, defaults=("batch", "context"))
     sheet = generic.solve_equation(setup, equation, unknown, [])
     value = sheet.results[unknown].value
     left, right = (generic.symbol_for(side) for side in equation.split("="))

@@ -160,11 +160,17 @@ def test_the_tables_hold_at_least_250_bad_inputs():
     assert len(CASES) + len(NAMED) + len(COMMANDS) + len(CONFIGS) >= 250
 
 
-def test_a_model_that_does_not_fit_holds_no_sequences_never_a_negative_count(run):
-    # Issue 12: "B_max = -92 sequences" was shown before the 0 (Llama 3 70B's 141 GB on one 80 GB H100).
+def test_a_model_that_does_not_fit_is_an_error_never_a_negative_count(run):
+    # Issue 12: "B_max = -92 sequences" was shown (Llama 3 70B's 141 GB on one 80 GB H100); then 0 sequences with exit
+    # 0. A model that does not fit is bad input like any other: one line, exit 2, on a layout as on tensor parallelism.
     result = run("fit", "--model", "llama3-70b", "--tp", "1")
-    assert result.exit_code == 0 and "= -" not in result.stdout
-    assert "= 0 sequences" in result.stdout
+    assert result.exit_code == 2 and result.stdout == "" and "= -" not in result.stderr
+    assert result.stderr == (
+        "derive: error: llama3-70b in bf16 does not fit: its weights (141.1 GB) leave no room for one 2,048-token "
+        "sequence in 80 GB. Add accelerators (--tp) or use a smaller --dtype\n"
+    )
+    on_layout = run("fit", "--model", "deepseek-v3", "--gpu", "l40s", "--tp", "1", "--ep", "2", "--dp", "2")
+    assert on_layout.exit_code == 2 and "does not fit on tp1 ep2 pp1 dp2" in on_layout.stderr
 
 
 def test_a_given_rate_is_not_called_a_share_of_capacity(run):

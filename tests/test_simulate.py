@@ -53,4 +53,7 @@ def test_seed_result_shape_continuous_beats_static(run):
 def test_bad_reply_range_is_one_line(run):
     result = run("simulate", "batching", "--model", "gpt2", "--replies", "9:3")
     assert result.exit_code == 2
-    assert result.stderr == "derive: error: --replies '9:3' is not MIN:MAX. For example --replies 8:256\n"
+    assert result.stderr == (
+        "derive: error: --replies '9:3' is not MIN:MAX, whole numbers with 1 <= MIN <= MAX. For example --replies "
+        "8:256\n"
+    )

@@ -64,7 +64,7 @@ def test_the_batch_where_speculation_stops_paying(run):
     ("setting", "says"),
     [
         ("acceptance_rate=1", "must be below 1"),  # 1 + alpha + ... + alpha^k over 1 - alpha is 0/0 there
-        ("acceptance_rate=1.5", "at most 1"),  # a chance above 1 would gain more than k+1 tokens a pass
+        ("acceptance_rate=1.5", "below 1"),  # a chance above 1 would gain more than k+1 tokens a pass
         ("acceptance_rate=-0.1", "at least 0"),
         ("draft_tokens=2.5", "whole number"),
         ("draft_tokens=0", "at least 1"),
@@ -78,7 +78,8 @@ def test_a_chance_or_a_draft_length_out_of_range_is_refused(run, setting, says):
 
 def test_a_draft_never_accepted_gains_nothing_but_its_cost(run):
     """alpha = 0 is allowed: one token a pass, and the gain is 1/(1 + k·c_d) while memory-bound (1/1.2 here)."""
-    results = _value(run, "eval", "speculative_gain", "--model", "llama3-8b", *SETTINGS, "--set", "acceptance_rate=0")
+    never = ("--set", "draft_tokens=4", "--set", "acceptance_rate=0", "--set", "draft_cost=0.05")
+    results = _value(run, "eval", "speculative_gain", "--model", "llama3-8b", *never)
     assert results["speculative_gain"]["value"] == pytest.approx(1 / 1.2, rel=1e-12)
 
 

@@ -126,17 +126,34 @@ def _json_value(value: Any) -> Any:
     return float(exact)
 
 
+def _closed_form(expr: sympy.Expr | None) -> sympy.Expr | None:
+    """A result's formula as JSON shows it: none where there is none (a solve whose sides never meet leaves NaN)."""
+    return None if expr is None or expr.has(sympy.nan) else expr
+
+
+def _unsolved(sheet: Sheet) -> list[str]:
+    """Why each solve the sheet worked found no value: the text sheet says it on the solve's line, JSON in its notes."""
+    said = []
+    for step in sheet.steps:
+        if isinstance(step, Solve) and step.value is None:
+            why = "; ".join(part for part in (step.solution.regime, step.note) if part)
+            said.append(f"{step.defines.key}: none" + (f" ({why})" if why else ""))
+    return said
+
+
 def to_json(sheet: Sheet) -> str:
     """The --json contract: command, inputs, results {name: value, unit, symbolic, latex}, notes."""
     results = {}
     for result in sheet.results.values():
+        shown = _closed_form(result.expr)
         results[result.name] = {
             "value": _json_value(result.value),
             "unit": base_unit_text(result.unit) if result.unit else None,
-            "symbolic": text(result.expr) if result.expr is not None else None,
-            "latex": latex(result.expr) if result.expr is not None else None,
+            "symbolic": text(shown) if shown is not None else None,
+            "latex": latex(shown) if shown is not None else None,
         }
-    payload = {"command": sheet.command, "inputs": sheet.inputs, "results": results, "notes": sheet.notes}
+    notes = [*_unsolved(sheet), *sheet.notes]
+    payload = {"command": sheet.command, "inputs": sheet.inputs, "results": results, "notes": notes}
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -155,8 +172,8 @@ def answer_json(answer: Any) -> str:
             r.name: {
                 "value": _json_value(r.value),
                 "unit": base_unit_text(r.unit) if r.unit else None,
-                "symbolic": text(r.expr) if r.expr is not None else None,
-                "latex": latex(r.expr) if r.expr is not None else None,
+                "symbolic": text(_closed_form(r.expr)) if _closed_form(r.expr) is not None else None,
+                "latex": latex(_closed_form(r.expr)) if _closed_form(r.expr) is not None else None,
             }
             for r in results.values()
         }

@@ -91,7 +91,13 @@ def count(value: object, name: str, option: str = "") -> int:
 
 
 def number(
-    value: object, name: str, option: str = "", low: float = 0, high: float | None = None, zero: bool = False
+    value: object,
+    name: str,
+    option: str = "",
+    low: float = 0,
+    high: float | None = None,
+    zero: bool = False,
+    below_high: bool = False,
 ) -> sympy.Rational:
     """A finite plain number above `low` (or equal to it where `zero`), at most `high`, exact."""
     where = option or f"--{name}"
@@ -101,14 +107,15 @@ def number(
         raise DeriveError(f"{where} must be a number, got '{value}'", f"For example {_example(where, 0.5)}") from None
     above = exact >= low if zero else exact > low
     if not exact.is_finite or not above or (high is not None and exact > high):
-        bound = f"{'at least' if zero else 'above'} {low:g}" + (f" and at most {high:g}" if high is not None else "")
+        top = f" and {'below' if below_high else 'at most'} {high:g}" if high is not None else ""
+        bound = f"{'at least' if zero else 'above'} {low:g}" + top
         raise DeriveError(f"{where} must be {bound}, got {value}", f"For example {_example(where, 0.5)}")
     return exact
 
 
 def chance(value: object, option: str) -> sympy.Rational:
     """A probability from 0 to below 1, exact (a speculative draft's acceptance: 1 is 0/0 in its sum)."""
-    exact = number(value, option.lstrip("-"), option, zero=True, high=1)
+    exact = number(value, option.lstrip("-"), option, zero=True, high=1, below_high=True)
     if exact == 1:
         raise DeriveError(
             f"{option} must be below 1, got {value}",
@@ -151,11 +158,11 @@ def path_text(value: object, option: str = "") -> str:
     return text
 
 
-def output_file(path: str | Path, option: str = "--out") -> Path:
+def output_file(path: str | Path, option: str = "--out", example: str = "out.csv") -> Path:
     """A file to write: its folder must exist and be writable, and it must not be a folder itself."""
     file = Path(path)
     if file.is_dir():
-        raise DeriveError(f"{option} '{path}' is a folder, not a file", f"Give a file name, such as {file / 'out.csv'}")
+        raise DeriveError(f"{option} '{path}' is a folder, not a file", f"Give a file name, such as {file / example}")
     _writable_folder(file.parent, option, path)
     return file
 

@@ -60,11 +60,16 @@ def claim(setup: Setup) -> Sheet:
         work.result("required_bits_per_weight", cl.q_req, None, work.library.get("required_bits_per_weight").expr)
 
     passes = work.solve(cl.r_floor.symbol, cl.r_claim.symbol, sym.tau)
-    tau_needed = evaluate(passes.closed_form, work.values, work.library)
-    work.solved(
-        passes, cl.tau_req, tau_needed, "from speculative decoding, with free drafts", result="required_tokens_per_pass"
+    tau_needed = work.root(passes)
+    # Each token a pass gains gathers its own embedding row: past a rate, no number of tokens a pass keeps up.
+    why = (
+        "from speculative decoding, with free drafts"
+        if tau_needed
+        else "no number of tokens a pass: each token's own reads alone are too slow"
     )
-    _speculation_note(work, tau_needed)
+    work.solved(passes, cl.tau_req, tau_needed, why, result="required_tokens_per_pass")
+    if tau_needed is not None:
+        _speculation_note(work, tau_needed)
     _aggregate(work, setup, n)
 
     work.note(

@@ -331,7 +331,7 @@ def default_tp(
             raise FitError(
                 f"{setup.model.name} needs {format_quantity(weights + one_sequence, 'byte')} for its weights and one "
                 f"sequence at {format_quantity(tokens, '')} tokens, more than "
-                f"{tp} x {setup.gpu.name if setup.gpu else 'GPU'} hold, and {why}",
+                f"{tp} x {_holder(setup, memory)} hold, and {why}",
                 (f"Pass --tp {other}, which splits the heads and holds it, or use " if other else "Use ")
                 + f"{shorter}, a smaller --dtype or a larger accelerator",
             )
@@ -388,6 +388,13 @@ def flop_inputs(work: Work, setup: Setup) -> None:
         if "byte" not in count_formula.defines.unit:  # a kind's cache bytes and intensities are the other sheets'
             work.compute(count_formula)
     work.compute(work.library.get("weight_flops_per_token"))
+
+
+def _holder(setup: Setup, memory: sympy.Expr) -> str:
+    """The accelerator a fit error names: its memory as given where --memory overrode the datasheet's."""
+    name = setup.gpu.name if setup.gpu else "GPU"
+    overridden = setup.gpu is not None and "memory" in setup.gpu.overridden
+    return f"{name} with --memory {format_quantity(memory, 'byte')}" if overridden else name
 
 
 def plain_step(setup: Setup) -> str:

@@ -7,7 +7,7 @@ import math
 import sympy
 
 from derive.catalog import Gpu
-from derive.core.errors import DeriveError
+from derive.core.errors import DeriveError, FitError
 from derive.core.evaluation import depends_on, evaluate
 from derive.core.sheet import Given, Sheet, Work
 from derive.core.symbols import Sym
@@ -27,6 +27,7 @@ from derive.derivations.common import (
     require_own_cache,
     short_form,
     start,
+    values_at,
     weight_reads,
 )
 from formulas import flops as fl
@@ -90,12 +91,15 @@ def fit(setup: Setup) -> Sheet:
         )
     require_own_cache(setup)
     fitting = work.compute(work.library.get("max_batch_by_memory"))
-    work.result("max_sequences", sym.B_max, max(fitting, 0), work.library.get("max_batch_by_memory").expr)
     if fitting < 1:
-        work.note(
-            f"the weights ({format_quantity(weights, 'byte')}) leave no room for a sequence: "
-            f"add accelerators (--tp) or use a smaller --dtype"
+        n = work.values[sym.n]
+        split = f", {format_quantity(weights / n, 'byte')} on each of {n} x {gpu.name}" if n > 1 else ""
+        raise FitError(
+            f"{model.name} in {setup.dtype} does not fit: its weights ({format_quantity(weights, 'byte')}{split}) "
+            f"leave no room for one {setup.context:,}-token sequence in {format_quantity(work.values[sym.M], 'byte')}",
+            "Add accelerators (--tp) or use a smaller --dtype",
         )
+    work.result("max_sequences", sym.B_max, fitting, work.library.get("max_batch_by_memory").expr)
     work.note("an upper bound: activations, the framework's workspace and fragmentation take memory too")
     model_notes(work, setup)
     return work.sheet
@@ -257,10 +261,26 @@ def crossover_prefill(setup: Setup) -> Sheet:
     for eta in (pf.eta_bw, pf.eta_f):
         work.given(eta, 1, "a floor: peak figures")
     work.compute(work.library.get("ridge_intensity"), "ridge_intensity")
-    crossing, tokens = work.solve(pf.t_pm.symbol, pf.t_pc.symbol, pf.S_p).positive(
-        lambda root: evaluate(root, work.values, work.library)
-    )
-    work.solved(crossing, pf.S_pref, tokens, "longer prompts are compute-bound", result="compute_bound_prompt_tokens")
+    try:
+        crossing, tokens = work.solve(pf.t_pm.symbol, pf.t_pc.symbol, pf.S_p).positive(
+            lambda root: evaluate(root, work.values, work.library)
+        )
+    except DeriveError:  # no closed form, and the sides never meet numerically either
+        crossing, tokens = None, None
+    if tokens is None:  # no crossing: one side wins at every prompt length, which one is the answer
+        one = values_at(work, {pf.S_p: 1})
+        computing = evaluate(pf.t_pc.symbol, one, work.library) >= evaluate(pf.t_pm.symbol, one, work.library)
+        why = (
+            "compute-bound at every prompt length: from the first token its FLOPs take longer than its reads"
+            if computing
+            else "memory-bound at every prompt length: its reads take longer than its FLOPs however long the prompt"
+        )
+        work.note(f"no crossover: {why}")
+    if crossing is not None:
+        said = "longer prompts are compute-bound" if tokens is not None else "no crossover"
+        work.solved(crossing, pf.S_pref, tokens, said, result="compute_bound_prompt_tokens")
+    else:
+        work.result("compute_bound_prompt_tokens", pf.S_pref, None)
     short_form(work, tokens, "the prompt length")
     return work.sheet
 

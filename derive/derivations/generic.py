@@ -86,7 +86,7 @@ def scenario(command: str, title: str, setup: Setup, settings: list[str]) -> Wor
             (en.P_acc, gpu.power, "power"),
         ):
             work.given(quantity, value, f"--{option}" if option in gpu.overridden else "datasheet")
-    overrides = dict(parse_setting(text) for text in settings)
+    overrides = _overrides(setup, settings)
     if sym.n in overrides:
         _check_set_tp(setup, int(overrides[sym.n]))
     for target, value in overrides.items():
@@ -103,6 +103,30 @@ def scenario(command: str, title: str, setup: Setup, settings: list[str]) -> Wor
         work.given(sym.n, tp or 1, "--tp" if setup.tp else chosen)
     work.sheet.inputs["set"] = {t.key: str(v) for t, v in overrides.items()}
     return work
+
+
+def _overrides(setup: Setup, settings: list[str]) -> dict[Sym, sympy.Expr]:
+    """Each --set's quantity and value; one given twice, or also by its own option, is refused rather than one of the
+    two silently winning."""
+    options = {sym.B: "batch", sym.S: "context", pf.S_p: "prompt", pf.S_o: "output"}
+    overridden = {sym.BW: "bandwidth", sym.P: "flops", sym.M: "memory", en.P_acc: "power"}
+    given_too = {q: o for q, o in options.items() if o not in setup.defaults}
+    if setup.gpu is not None:
+        given_too |= {q: o for q, o in overridden.items() if o in setup.gpu.overridden}
+    if setup.tp is not None:
+        given_too[sym.n] = "tp"
+    overrides: dict[Sym, sympy.Expr] = {}
+    for text in settings:
+        target, value = parse_setting(text)
+        key = text.split("=", 1)[0].strip()
+        if target in overrides:
+            raise DeriveError(f"--set {key} is given twice", f"Give {key} once")
+        if target in given_too:
+            raise DeriveError(
+                f"--set {key} and --{given_too[target]} both give {target.meaning}", "Give it one way, not both"
+            )
+        overrides[target] = value
+    return overrides
 
 
 def _check_set_tp(setup: Setup, tp: int) -> None:
@@ -211,11 +235,31 @@ def layout_values(work: Work, setup: Setup, exprs: list[sympy.Expr]) -> None:
             work.given(quantity, value, why)
 
 
+def refuse_unread(work: Work, setup: Setup, exprs: list[sympy.Expr], names: str, skip: Sym | None = None) -> None:
+    """An option the user gave that none of `exprs` reads is refused, as `derive sweep` refuses an axis it does not
+    read: its output would not change, as if it applied (`eval kv_bytes --flops ...`). `skip`: a solve's unknown."""
+    inputs = work.sheet.inputs
+    defaults = inputs.get("defaults", [])
+    # Not the layout's degrees, nor --memory: they reach a result through the layout's givens and the default tp
+    # rule as well as through its formula.
+    given = {"batch": sym.B, "context": sym.S, "prompt": pf.S_p, "output": pf.S_o}
+    options = {o: q for o, q in given.items() if o in inputs and o not in defaults}  # type: ignore[operator]
+    figures = {"bandwidth": sym.BW, "flops": sym.P, "power": en.P_acc}
+    if setup.gpu is not None:
+        options |= {o: q for o, q in figures.items() if o in setup.gpu.overridden}
+    for option, quantity in options.items():
+        if quantity == skip:
+            raise DeriveError(f"--{option} is what {names} is solved for", f"Drop --{option}")
+        if not any(depends_on(e, quantity, work.library) for e in exprs):
+            raise DeriveError(f"{names} does not depend on --{option}", f"Drop --{option}: it changes nothing here")
+
+
 def evaluate_formula(setup: Setup, name: str, settings: list[str]) -> Sheet:
     formula = model_library(setup.model).get(name)
     work = scenario("eval", f"{formula.name}: {formula.meaning}", setup, settings)
     fitted_values(work, setup, [formula.expr])
     layout_values(work, setup, [formula.defines.symbol])
+    refuse_unread(work, setup, [formula.expr], formula.name)
     if formula.defines in work.values:  # --set gave the very quantity: evaluate its formula anyway
         del work.values[formula.defines]
     work.compute(formula, formula.name)
@@ -231,12 +275,19 @@ def _side(text: str, other: str) -> Sym | tuple[str, str]:
 
 
 _QUANTITY = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")  # a unit after it, or none (a ratio)
+_NOT_FINITE = re.compile(r"^\s*[-+]?(nan|inf|infinity)\b", re.IGNORECASE)
 
 
 def solve_equation(setup: Setup, equation: str, unknown_key: str, settings: list[str]) -> Sheet:
     if equation.count("=") != 1:
         raise DeriveError(f"'{equation}' is not an equation", "Write it as 'kv_bytes = weight_bytes' or 'tpot = 20 ms'")
     left_text, right_text = equation.split("=")
+    example = "Write it as 'kv_bytes = weight_bytes' or 'tpot = 20 ms'"
+    for text in (left_text, right_text):
+        if not text.strip():
+            raise DeriveError(f"'{equation}' has an empty side", example)
+        if _NOT_FINITE.match(text):
+            raise DeriveError(f"'{text.strip()}' in '{equation}' is not a finite number", example)
     sides = [_side(left_text, right_text), _side(right_text, left_text)]
     if all(isinstance(side, tuple) for side in sides):
         raise DeriveError(f"'{equation}' names no quantity", "Write it as 'tpot = 20 ms'")
@@ -257,6 +308,7 @@ def solve_equation(setup: Setup, equation: str, unknown_key: str, settings: list
     left, right = resolved
     fitted_values(work, setup, [left.symbol, right.symbol])
     layout_values(work, setup, [left.symbol, right.symbol])
+    refuse_unread(work, setup, [left.symbol, right.symbol], f"'{equation.strip()}'", skip=unknown)
     work.values.pop(unknown, None)
     solution = work.solve(left.symbol, right.symbol, unknown)
     solution, value = solution.positive(lambda root: evaluate(root, work.values, work.library))

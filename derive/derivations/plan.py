@@ -14,7 +14,7 @@ from derive.calibration import (
     fused_dispatch_values,
 )
 from derive.catalog import Gpu
-from derive.core.errors import DeriveError
+from derive.core.errors import DeriveError, FitError
 from derive.core.evaluation import depends_on, evaluate
 from derive.core.library import Formula
 from derive.core.sheet import Sheet, Work
@@ -286,13 +286,15 @@ def fit_on_layout(setup: Setup) -> Sheet:
     layout_values(work, setup, layout, system)
     work.compute(work.library.get("weight_bytes_per_accelerator"), "weight_bytes_per_accelerator")
     largest = work.compute(work.library.get("layout_max_micro_batch"), "max_micro_batch")
+    if largest < 1:
+        raise FitError(
+            f"{model.name} in {setup.dtype} does not fit on {layout}: each accelerator's weights "
+            f"({format_quantity(work.values[lay.W_g], 'byte')}) leave no room for one {setup.context:,}-token sequence "
+            f"in {format_quantity(work.values[sym.M], 'byte')}",
+            "Add accelerators (--tp, --ep with --dp, --pp) or use a smaller --dtype",
+        )
     work.given(sym.B, largest, "the largest micro-batch", inline=True)
     work.compute(work.library.get("layout_sequences"), "max_sequences")
-    if largest < 1:
-        work.note(
-            "each accelerator's weights leave no room for a sequence: add accelerators (--tp, --ep with --dp, --pp) "
-            "or use a smaller --dtype"
-        )
     work.note("an upper bound: activations, the framework's workspace and fragmentation take memory too")
     model_notes(work, setup)
     return work.sheet

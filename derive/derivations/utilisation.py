@@ -13,6 +13,9 @@ from derive.derivations.layout_step import on_layout
 from formulas import notation as sym
 from formulas import utilisation as u
 
+# The most a step's bytes can be off by a format read as another: 16-bit weights or cache taken for 4-bit ones.
+MISMATCH = 4
+
 
 def utilisation(
     setup: Setup, measured_step_time: sympy.Rational | None = None, recompute_fraction: sympy.Rational | int = 0
@@ -47,6 +50,13 @@ def utilisation(
     )
     work.compute(work.library.get("step_bytes_per_gpu"))
     mbu = work.compute(work.library.get("mbu"), "mbu")
+    if mbu > MISMATCH:
+        raise DeriveError(
+            f"--step-time {format_quantity(measured_step_time, 'second')} is {format_quantity(mbu, '')} times shorter "
+            f"than the {format_quantity(work.values[sym.t_mem], 'second')} the step's bytes take at peak bandwidth: no "
+            f"step beats the roofline, and no weight or cache format read as another explains more than {MISMATCH}x",
+            "Check the time's unit (ms, us) and --batch, --context, --dtype and --kv-dtype",
+        )
     work.compute(work.library.get("step_flops"))
     work.compute(work.library.get("mfu"), "mfu")
     work.compute(work.library.get("hfu"), "hfu")
