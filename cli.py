@@ -347,6 +347,7 @@ _sheet_command(
     batch_option,
     prompt_option,
     output_option,
+    option("allow_long_context"),
     floor_option,
     *speculation_options,
     reads=("dtype", "kv_dtype"),
@@ -421,6 +422,7 @@ def simulate() -> None:
 @kv_dtype_option
 @tp_option
 @prompt_option
+@option("allow_long_context")
 @click.option("--requests", type=COUNT, default=200, show_default=True, help="Requests to serve.")
 @click.option("--batch", type=COUNT, default=8, show_default=True, help="Most requests decoded at once (the seats).")
 @click.option("--replies", default="8:256", show_default=True, help="Reply lengths, uniform: MIN:MAX tokens.")
@@ -487,6 +489,7 @@ def simulate_batching(
 @_options(*(option(name) for name in ("tpot", "ttft", "rate")))
 @prompt_option
 @output_option
+@option("allow_long_context")
 @dtype_option
 @_options(*(option(name) for name in ("max_gpus", "max_batch", "price", "floor")))
 @_options(*speculation_options)

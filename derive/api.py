@@ -587,6 +587,7 @@ def predict(
     bandwidth: Any = None,
     flops: Any = None,
     memory: Any = None,
+    allow_long_context: bool | None = None,
 ) -> Derivation:
     """TTFT, TPOT, throughput and end-to-end latency: the roofline floor and the calibrated estimate, on tensor
     parallelism or on any layout `derive plan` searches (ep, pp, dp; batch is then one micro-batch), with a
@@ -876,6 +877,7 @@ def simulate_batching(
     bandwidth: Any = None,
     flops: Any = None,
     memory: Any = None,
+    allow_long_context: bool | None = None,
 ) -> Derivation:
     """Static, dynamic and continuous batching on the step-time model: throughput, TTFT, latency.
 
@@ -995,6 +997,7 @@ def plan(
     acceptance: Any = None,
     draft_cost: Any = None,
     mtp: bool | None = None,
+    allow_long_context: bool | None = None,
 ) -> Any:
     """The cheapest layout (tp, ep, pp, dp) meeting TTFT and TPOT targets, over every valid layout and accelerator.
 
@@ -1023,9 +1026,8 @@ def plan(
         for k, v in (("ttft", ttft), ("max_gpus", max_gpus), ("max_batch", max_batch))
     )
     drafted = {"draft_tokens": draft_tokens, "acceptance": acceptance, "draft_cost": draft_cost, "mtp": mtp}
-    setup = scenario.build(
-        _inputs({"model": model, "config": config, "prompt": prompt, "output": output, "dtype": dtype, **drafted})
-    )
+    request = {"model": model, "config": config, "prompt": prompt, "output": output, "dtype": dtype}
+    setup = scenario.build(_inputs({**request, "allow_long_context": allow_long_context, **drafted}))
     gpus = [g if isinstance(g, Gpu) else load_gpu(g) for g in _listed(gpu)]
     if not gpus:
         raise DeriveError("--gpu names no accelerator", "For example --gpu h100,h200,b200")

@@ -72,7 +72,11 @@ _TABLE = (
     ),
     Input("kv_dtype", "choice", "KV-cache dtype. Default: the format the weight recipe's activations travel in."),
     Input("context", "count", "Tokens of context per sequence.", default=2048, short="-s"),
-    Input("allow_long_context", "flag", "Size a --context beyond the config's position limit anyway (with a note)."),
+    Input(
+        "allow_long_context",
+        "flag",
+        "Size a --context, or a --prompt and --output, beyond the config's position limit anyway (with a note).",
+    ),
     Input("tp", "count", "Tensor-parallel degree. Default: the smallest power of two that fits."),
     Input(
         "ep",

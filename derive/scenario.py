@@ -95,7 +95,8 @@ def build(
 
         fields["speculation"] = speculation(model, dict(values))
     setup = Setup(model=model, defaults=tuple(defaults), **fields)
-    return setup.check_context() if "context" in given else setup
+    request = bool({"prompt", "output"} & given)
+    return setup.check_context("context" in given, request)
 
 
 def checked_dtype(value: Any, option: str, weights: bool = False) -> str:

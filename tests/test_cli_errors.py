@@ -233,6 +233,12 @@ REFUSED = [
         "the grid has 8,000,000,000 points (1,000,000 batch x 8,000 context), more than the 1,000,000,000 one sweep "
         "evaluates. Narrow an axis (START:STOP:STEP with a larger step, or fewer values), or split the sweep",
     ),
+    # A request past the config's positions, as kv and fit refuse a --context past them (Llama 3 8B: 8,192).
+    (
+        ["predict", "--model", "llama3-8b", "--prompt", "20000"],
+        "a 20,000-token prompt and a 256-token reply reach 20,256 tokens, beyond the 8,192 positions of llama3-8b's "
+        "config. Pass a shorter prompt or reply, or --allow-long-context to size them anyway",
+    ),
     # MBU above 1 can come from bytes read as another format (bf16 for int4: 4x at most); 1 ns cannot.
     (
         ["utilisation", "--model", "llama3-8b", "--step-time", "1 ns"],
@@ -251,3 +257,5 @@ def test_refused_in_one_line(run, args, message):
 def test_what_the_refusals_spare_still_runs(run):
     assert run("predict", "--model", "llama3-8b", "--json", "--json").exit_code == 0  # a flag twice is the flag
     assert run("eval", "step_time", "--model", "llama3-8b", "--bandwidth", "5 TB/s").exit_code == 0  # read: kept
+    long = ("--model", "llama3-8b", "--prompt", "20000", "--allow-long-context")
+    assert run("predict", *long).exit_code == 0 and run("plan", *long, "--tpot", "50 ms").exit_code == 0

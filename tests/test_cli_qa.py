@@ -138,8 +138,9 @@ def test_a_length_past_the_configs_positions_is_said_wherever_it_is_reached(run)
     """Llama 3 8B's and 70B's configs stop at 8,192 positions (max_position_embeddings): predict, plan and the
     KV-weight crossover say so in the same words when a sequence (or the crossover) runs past them."""
     limit = "beyond the 8,192 positions of"
-    assert limit in run("predict", "-m", "llama3-8b", "--prompt", "100000").stdout
-    planned = run("plan", "-m", "llama3-8b", "--tpot", "50 ms", "--prompt", "100000", "--gpu", "h100").stdout
+    long = ("--prompt", "100000", "--allow-long-context")  # refused without it (tests/test_cli_errors.py)
+    assert limit in run("predict", "-m", "llama3-8b", *long).stdout
+    planned = run("plan", "-m", "llama3-8b", "--tpot", "50 ms", *long, "--gpu", "h100").stdout
     assert f"100,256 tokens is {limit} llama3-8b's config" in planned
     past = json.loads(run("crossover", "kv-weights", "-m", "llama70b", "-b", "16", "--json").stdout)
     assert past["results"]["crossover_context"]["value"] > 8192 and any(limit in n for n in past["notes"])

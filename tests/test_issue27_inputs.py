@@ -50,8 +50,13 @@ def test_a_config_with_a_byte_order_mark_reads(tmp_path):
 )
 def test_predict_checks_the_positions_on_the_tokens_it_uses(model, prompt, output, positions):
     """Issue 27: predict checked the unused default context of 2,048 instead of prompt plus output (gpt2 was told
-    "2,048 tokens is beyond the 1,024 positions", Llama 3 70B with 9,128 tokens nothing)."""
-    notes = derive.predict(model, "h100", tp=4 if model != "gpt2" else 1, prompt=prompt, output=output).notes
+    "2,048 tokens is beyond the 1,024 positions", Llama 3 70B with 9,128 tokens nothing). Since stop 45 a request
+    past the positions is refused, as a --context past them is, unless allow_long_context sizes it with the note."""
+    tp = 4 if model != "gpt2" else 1
+    refused = f"reach {prompt + output:,} tokens, beyond the {positions:,} positions"
+    with pytest.raises(derive.DeriveError, match=refused):
+        derive.predict(model, "h100", tp=tp, prompt=prompt, output=output)
+    notes = derive.predict(model, "h100", tp=tp, prompt=prompt, output=output, allow_long_context=True).notes
     said = [n for n in notes if "positions" in n]
     assert said == [f"{prompt + output:,} tokens is beyond the {positions:,} positions of {model}'s config"]
 

@@ -60,15 +60,25 @@ class Setup:
 
             check_tp(self.model, self.tp)
 
-    def check_context(self) -> Setup:
-        """Refuse a context the user gave past the config's positions, unless allow_long_context (the builders
-        of the CLI and the answers call this; the API leaves it to a note)."""
+    def check_context(self, context: bool = True, request: bool = False) -> Setup:
+        """Refuse a context the user gave (`context`) past the config's positions, or (`request`: a --prompt or
+        --output given) a request whose prompt and reply run past them, unless allow_long_context
+        (derive/scenario.py's build, which the CLI, the API and the answers share, calls this)."""
         limit = self.model.config.max_context
-        given = isinstance(self.context, int) and "context" not in self.defaults
-        if limit and given and self.context > limit and not self.allow_long_context:
+        if not limit or self.allow_long_context:
+            return self
+        given = context and isinstance(self.context, int) and "context" not in self.defaults
+        if given and self.context > limit:
             raise DeriveError(
                 f"--context {self.context:,} is beyond the {limit:,} positions of {self.model.name}'s config",
                 "Pass a shorter --context, or --allow-long-context to size it anyway",
+            )
+        # A request's prompt and reply: its last token sits at prompt + output, where either was given.
+        if request and isinstance(self.prompt, int) and self.prompt + self.output > limit:
+            raise DeriveError(
+                f"a {self.prompt:,}-token prompt and a {self.output:,}-token reply reach {self.prompt + self.output:,} "
+                f"tokens, beyond the {limit:,} positions of {self.model.name}'s config",
+                "Pass a shorter prompt or reply, or --allow-long-context to size them anyway",
             )
         return self
 
