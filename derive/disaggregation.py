@@ -79,7 +79,7 @@ class Disaggregated:
     decode_step: float  # seconds: what a user sees between tokens
     decode_capacity: float  # Q_d
     handover: float  # t_kv, seconds
-    handover_bytes: float  # K_h, one decode accelerator's share of one request's cache
+    handover_bytes: float  # K_h, the larger of one prefill and one decode accelerator's share of a request's cache
     handover_link: str  # the domain's fabric ("NVLink") or "the network"
     ttft: float  # mean at the prefill workers' load
     prefill_workers_per_decode_worker: float  # r_pd
@@ -233,7 +233,10 @@ def disaggregate(
     pair_size = accelerators[prefills][:, None] + accelerators[decodes][None, :]
     nvlink = pair_size <= system.domain
     link = np.where(nvlink, float(system.nvlink), float(system.network))
-    handover = at["handover"](handover_bytes[decodes][None, :], link)
+    # Each prefill accelerator sends its shard of the cache and each decode accelerator receives its own, all at once:
+    # the side with the larger share (fewer stages or KV shards) sets the handover's time.
+    shares = np.maximum(handover_bytes[prefills][:, None], handover_bytes[decodes][None, :])
+    handover = at["handover"](shares, link)
     with np.errstate(divide="ignore", invalid="ignore"):
         capacity_p = at["prefill capacity"](
             table.pass_every_rank[prefills][:, None],
@@ -293,7 +296,7 @@ def disaggregate(
         decode_step=float(step[d]),
         decode_capacity=q_d,
         handover=t_kv,
-        handover_bytes=float(handover_bytes[d]),
+        handover_bytes=float(shares[i, j]),
         handover_link=system.fabric if nvlink[i, j] else "the network",
         ttft=float(at["ttft"](load, table.pass_every_rank[p], layouts[p].dp, t_kv, *served)),
         prefill_workers_per_decode_worker=float(at["ratio"](q_p, q_d)),

@@ -86,7 +86,7 @@ K_h = define(
     "K_h",
     "byte/sequence",
     r"K_{h}",
-    "cache bytes one decode accelerator receives for one request: its share of the prompt's cache",
+    "cache bytes one accelerator sends or receives for one request: its layout's share of the prompt's cache",
 )
 BW_x = define(
     "handover_link_bandwidth", "BW_x", "byte/second", r"BW_{x}", "one-way link each accelerator hands the cache over"
@@ -137,13 +137,14 @@ kv_handover_bytes = formula(
     K_h,
     kv_seq.symbol / (pp.symbol * s_kv.symbol),
     "A request's cache at the prompt's length lives on one attention rank, split over its p stages' layers and "
-    "its s_kv shards of the KV heads: each of those accelerators receives its part.",
+    "its s_kv shards of the KV heads: each of those accelerators holds its part, to send or to receive.",
 )
 kv_handover_time = formula(
     t_kv,
     K_h.symbol * qu.q_1.symbol / BW_x.symbol,
-    "Every decode accelerator receives its own share of the request's cache at once, each over its own link "
-    "(NVLink where both workers sit in one domain, else its NIC).",
+    "Every prefill accelerator sends its share of the request's cache and every decode accelerator receives its "
+    "own, all at once, each over its own link (NVLink where both workers sit in one domain, else its NIC): the "
+    "pair's larger share (derive/disaggregation.py takes it) sets the time.",
 )
 # A prefill worker runs one prompt a pass on each rank: its engine's token budget is one prompt, as aiconfigurator 0.12
 # configures TensorRT-LLM context servers (prefill_max_batch_size 1, max_num_tokens = ISL: aiconfigurator/sdk/task_v2.py

@@ -37,8 +37,8 @@ def test_the_pools_by_hand():
     """Llama 3 8B on H100s, 2,048-token prompts, 256-token replies, TTFT 2 s, TPOT 20 ms.
 
     - Handover: a token's cache is 2·32 layers·8 KV heads·128·2 bytes = 131,072 B (its config), 2,048 of them
-      split over the decode worker's s_kv = min(tp, 8) shards and p stages, over NVLink (450 GB/s one way, the
-      H100 datasheet's 900 GB/s halved) where both workers fit one 8-GPU node.
+      split over each worker's s_kv = min(tp, 8) shards and p stages, the worker with fewer setting the time, over
+      NVLink (450 GB/s one way, the H100 datasheet's 900 GB/s halved) where both workers fit one 8-GPU node.
     - Serving (aiconfigurator 0.12's Task defaults): a prefill worker's pass is 1.1 of the profiled one, a decode
       worker's step 1.08, and paired pools deliver 0.9 and 0.92 of their standalone rates.
     - Decode worker: Q_d = 0.92·B_L/(S_o·1.08·step); prefill worker: one prompt a pass on each attention rank (a
@@ -49,9 +49,10 @@ def test_the_pools_by_hand():
     found, split = _split()
     table = found.table
     assert table is not None
-    d = split.decode
-    shards = min(d.tp, 8)
-    assert split.handover_bytes == 2 * 32 * 8 * 128 * 2 * 2048 / (shards * d.pp)
+    d, pf = split.decode, split.prefill
+    # Each side holds its share, to send or to receive: the larger share sets the time.
+    shards = min(min(d.tp, 8) * d.pp, min(pf.tp, 8) * pf.pp)
+    assert split.handover_bytes == 2 * 32 * 8 * 128 * 2 * 2048 / shards
     assert split.prefill.accelerators + d.accelerators <= 8 and split.handover_link == "NVLink"
     assert split.handover == pytest.approx(split.handover_bytes / 450e9, rel=1e-12)
     assert split.decode_step <= 0.020
