@@ -635,21 +635,16 @@ def plan(
     return Sweep(chosen, grid, notes)
 
 
-# A datasheet figure a sweep may override, and the quantity it gives (not --memory: the default tp rule and each
-# row's fit read it too).
-FIGURES = {"bandwidth": sym.BW, "flops": sym.P, "power": en.P_acc}
-
-
 def check_figures(target: Target, grid: Grid, given: Sequence[str]) -> None:
     """Refuse an overridden datasheet figure no output of the target reads (`sweep kv_bytes --flops ...`): its rows
     would be the datasheet's, as if it applied."""
     from derive.core.evaluation import depends_on
-    from derive.derivations.common import model_library
+    from derive.derivations.common import FIGURE_OPTIONS, model_library
 
     libraries = [model_library(load_model(m) if isinstance(m, str) else m) for m in grid.categorical["model"]]
     outputs = [expr for expr, _ in target.outputs.values()]
     for figure in given:
-        quantity = FIGURES.get(figure)
+        quantity = FIGURE_OPTIONS.get(figure) if figure != "memory" else None  # the tp rule and each row's fit read it
         if quantity is not None and not any(depends_on(e, quantity, lib) for e in outputs for lib in libraries):
             raise DeriveError(f"{target.name} does not depend on --{figure}", f"Drop --{figure}: it changes nothing")
 

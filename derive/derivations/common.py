@@ -16,9 +16,16 @@ from derive.core.symbols import Sym
 from derive.core.units import counted, format_quantity
 from derive.recipes import COMMAND_DTYPE, checkpoint_notes
 from derive.speculation import NONE, Speculation
+from formulas import energy as en
 from formulas import layout as lay
 from formulas import library, roofline
 from formulas import notation as sym
+from formulas import prefill as pf
+
+# The options that give one quantity each: a request's sizes, and the datasheet figures --bandwidth and the rest
+# override (derive/derivations/generic.py and derive/sweeps.py refuse one the quantity asked for never reads).
+REQUEST_OPTIONS = {"batch": sym.B, "context": sym.S, "prompt": pf.S_p, "output": pf.S_o}
+FIGURE_OPTIONS = {"bandwidth": sym.BW, "flops": sym.P, "memory": sym.M, "power": en.P_acc}
 
 
 @dataclass(frozen=True)

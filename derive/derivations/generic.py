@@ -19,7 +19,17 @@ from derive.core.evaluation import depends_on, evaluate
 from derive.core.sheet import Sheet, Work
 from derive.core.symbols import Sym, all_symbols, by_key, lookup, tagged
 from derive.core.units import format_quantity
-from derive.derivations.common import Setup, chose_default, default_tp, kv_values, model_library, start, weight_format
+from derive.derivations.common import (
+    FIGURE_OPTIONS,
+    REQUEST_OPTIONS,
+    Setup,
+    chose_default,
+    default_tp,
+    kv_values,
+    model_library,
+    start,
+    weight_format,
+)
 from derive.speculation import NONE
 from formulas import energy as en
 from formulas import library
@@ -108,11 +118,9 @@ def scenario(command: str, title: str, setup: Setup, settings: list[str]) -> Wor
 def _overrides(setup: Setup, settings: list[str]) -> dict[Sym, sympy.Expr]:
     """Each --set's quantity and value; one given twice, or also by its own option, is refused rather than one of the
     two silently winning."""
-    options = {sym.B: "batch", sym.S: "context", pf.S_p: "prompt", pf.S_o: "output"}
-    overridden = {sym.BW: "bandwidth", sym.P: "flops", sym.M: "memory", en.P_acc: "power"}
-    given_too = {q: o for q, o in options.items() if o not in setup.defaults}
+    given_too = {q: o for o, q in REQUEST_OPTIONS.items() if o not in setup.defaults}
     if setup.gpu is not None:
-        given_too |= {q: o for q, o in overridden.items() if o in setup.gpu.overridden}
+        given_too |= {q: o for o, q in FIGURE_OPTIONS.items() if o in setup.gpu.overridden}
     if setup.tp is not None:
         given_too[sym.n] = "tp"
     overrides: dict[Sym, sympy.Expr] = {}
@@ -242,11 +250,9 @@ def refuse_unread(work: Work, setup: Setup, exprs: list[sympy.Expr], names: str,
     defaults = inputs.get("defaults", [])
     # Not the layout's degrees, nor --memory: they reach a result through the layout's givens and the default tp
     # rule as well as through its formula.
-    given = {"batch": sym.B, "context": sym.S, "prompt": pf.S_p, "output": pf.S_o}
-    options = {o: q for o, q in given.items() if o in inputs and o not in defaults}  # type: ignore[operator]
-    figures = {"bandwidth": sym.BW, "flops": sym.P, "power": en.P_acc}
+    options = {o: q for o, q in REQUEST_OPTIONS.items() if o in inputs and o not in defaults}  # type: ignore[operator]
     if setup.gpu is not None:
-        options |= {o: q for o, q in figures.items() if o in setup.gpu.overridden}
+        options |= {o: q for o, q in FIGURE_OPTIONS.items() if o in setup.gpu.overridden and o != "memory"}
     for option, quantity in options.items():
         if quantity == skip:
             raise DeriveError(f"--{option} is what {names} is solved for", f"Drop --{option}")
