@@ -382,15 +382,20 @@ def check(grid: Grid) -> None:
             check_tp(loaded, int(tp))
 
 
-def check_axes(target: Target, grid: Grid) -> None:
+def check_axes(target: Target, grid: Grid, figures: Sequence[str] = ()) -> None:
     """Refuse an axis no output of the target depends on for any model: its rows would repeat one another, as if
-    it applied (`sweep tpot_floor --prompt 100,4000`)."""
+    it applied (`sweep tpot_floor --prompt 100,4000`); and likewise an overridden datasheet figure among `figures`
+    (`sweep kv_bytes --flops ...`: its rows would be the datasheet's)."""
     from derive.core.evaluation import depends_on
-    from derive.derivations.common import model_library
+    from derive.derivations.common import FIGURE_OPTIONS, model_library
 
     libraries = [model_library(load_model(m) if isinstance(m, str) else m) for m in grid.categorical["model"]]
     outputs = [expr for expr, _ in target.outputs.values()]
-    used = [a for a, s in AXES.items() if any(depends_on(e, s, lib) for e in outputs for lib in libraries)]
+
+    def read(quantity: Sym) -> bool:
+        return any(depends_on(e, quantity, lib) for e in outputs for lib in libraries)
+
+    used = [a for a, s in AXES.items() if read(s)]
     for axis in grid.numeric:
         if axis not in used:
             raise DeriveError(
@@ -399,6 +404,10 @@ def check_axes(target: Target, grid: Grid) -> None:
                 if used
                 else f"It depends on none of {', '.join(f'--{a}' for a in AXES)}: 'derive eval {target.name}' gives it",
             )
+    for figure in figures:
+        quantity = FIGURE_OPTIONS.get(figure) if figure != "memory" else None  # the tp rule and each row's fit read it
+        if quantity is not None and not read(quantity):
+            raise DeriveError(f"{target.name} does not depend on --{figure}", f"Drop --{figure}: it changes nothing")
 
 
 def compile_grid(target: Target, grid: Grid) -> list[Compiled]:
@@ -630,23 +639,8 @@ def plan(
     )
     chosen = predict_target() if target == "predict" else formula_target(target)
     check(grid)
-    check_axes(chosen, grid)
-    check_figures(chosen, grid, [key for key, value in (figures or {}).items() if value is not None])
+    check_axes(chosen, grid, [key for key, value in (figures or {}).items() if value is not None])
     return Sweep(chosen, grid, notes)
-
-
-def check_figures(target: Target, grid: Grid, given: Sequence[str]) -> None:
-    """Refuse an overridden datasheet figure no output of the target reads (`sweep kv_bytes --flops ...`): its rows
-    would be the datasheet's, as if it applied."""
-    from derive.core.evaluation import depends_on
-    from derive.derivations.common import FIGURE_OPTIONS, model_library
-
-    libraries = [model_library(load_model(m) if isinstance(m, str) else m) for m in grid.categorical["model"]]
-    outputs = [expr for expr, _ in target.outputs.values()]
-    for figure in given:
-        quantity = FIGURE_OPTIONS.get(figure) if figure != "memory" else None  # the tp rule and each row's fit read it
-        if quantity is not None and not any(depends_on(e, quantity, lib) for e in outputs for lib in libraries):
-            raise DeriveError(f"{target.name} does not depend on --{figure}", f"Drop --{figure}: it changes nothing")
 
 
 def splitting_degrees(text: str, models: Sequence[Model]) -> tuple[list[int], list[int]]:
